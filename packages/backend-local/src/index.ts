@@ -1,0 +1,1 @@
+export { createNoneBackend, NONE_BASELINE_ENV } from './none.js';

@@ -1,0 +1,40 @@
+/** Console-shaped logger. Everything it prints goes to stderr: stdout belongs to the protocol. */
+export interface Logger {
+  debug(message: string): void;
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export const DEBUG_ENV = 'MCP_SANDBOX_DEBUG';
+
+export interface StderrLoggerOptions {
+  readonly stream?: { write(chunk: string): unknown };
+  readonly quiet?: boolean;
+  readonly debug?: boolean;
+  readonly prefix?: string;
+}
+
+export function createStderrLogger(options: StderrLoggerOptions = {}): Logger {
+  const stream = options.stream ?? process.stderr;
+  const prefix = options.prefix ?? 'mcp-sandbox';
+  const debug = options.debug ?? Boolean(process.env[DEBUG_ENV]);
+  const line = (level: string, message: string) => stream.write(`${prefix}: ${level}${message}\n`);
+  return {
+    debug: (m) => {
+      if (debug) line('debug: ', m);
+    },
+    info: (m) => {
+      if (!options.quiet) line('', m);
+    },
+    warn: (m) => line('warning: ', m),
+    error: (m) => line('error: ', m),
+  };
+}
+
+export const silentLogger: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+};
