@@ -1,4 +1,14 @@
 export {
+  type BridgeOptions,
+  type BridgeResult,
+  type BridgeSession,
+  DEFAULT_SHUTDOWN_TIMING,
+  type EndReason,
+  type ShutdownTiming,
+  type StopSignal,
+  startBridge,
+} from './bridge.js';
+export {
   type BackendFactoryOptions,
   type BackendModule,
   type CreateOptions,
@@ -20,6 +30,16 @@ export {
   SPECIFICATION_VERSION,
   type SpecificationVersion,
 } from './contract.js';
+export { formatDuration, parseDuration } from './duration.js';
+export {
+  createRedactor,
+  type EnvAllowlist,
+  looksSecret,
+  MIN_REDACTED_LENGTH,
+  REDACTED,
+  type Redactor,
+  resolveEnvAllowlist,
+} from './env.js';
 export {
   AbortedError,
   BackendUnavailableError,
@@ -31,4 +51,34 @@ export {
   SetupFailedError,
   UsageError,
 } from './errors.js';
-export { createStderrLogger, DEBUG_ENV, type Logger, type StderrLoggerOptions, silentLogger } from './logger.js';
+export { ExitCode, exitCodeOf, signalNumber } from './exit-codes.js';
+export {
+  DEFAULT_MAX_LINE_BYTES,
+  type FrameHandler,
+  type FramerOptions,
+  LineFramer,
+  lineContent,
+} from './framing.js';
+export {
+  BridgeErrorCode,
+  errorResponseLine,
+  inspectMessage,
+  type MessageInfo,
+  type MessageKind,
+  rawTopLevelValue,
+} from './jsonrpc.js';
+export {
+  createStderrLogger,
+  DEBUG_ENV,
+  type Logger,
+  type StderrLoggerOptions,
+  silentLogger,
+} from './logger.js';
+export {
+  type Direction,
+  JsonlTrace,
+  openTraceFile,
+  TRACE_VERSION,
+  type TraceFileOptions,
+  type TraceSink,
+} from './trace.js';

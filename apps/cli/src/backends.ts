@@ -1,0 +1,12 @@
+import { createNoneBackend } from '@mcpsandbox/backend-local';
+import type { BackendRegistry } from '@mcpsandbox/cli';
+
+/** The backends that ship with the binary. This is the one place that names them. */
+export const builtInBackends: BackendRegistry = {
+  none: {
+    summary: 'no sandbox: a plain child process (for trusted servers and measuring)',
+    create: createNoneBackend,
+  },
+};
+
+export const DEFAULT_BACKEND = 'none';

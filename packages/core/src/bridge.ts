@@ -1,0 +1,571 @@
+import type { Readable, Writable } from 'node:stream';
+import type {
+  ExitStatus,
+  IsolationLevel,
+  Sandbox,
+  SandboxBackend,
+  SandboxProcess,
+  SandboxSpec,
+} from './contract.js';
+import { type Deferred, deferred, within } from './deferred.js';
+import { createRedactor, type Redactor } from './env.js';
+import { isSandboxError, SandboxError, SetupFailedError } from './errors.js';
+import { ExitCode, exitCodeOf, signalNumber } from './exit-codes.js';
+import { DEFAULT_MAX_LINE_BYTES, type FrameHandler, LineFramer, lineContent } from './framing.js';
+import {
+  BridgeErrorCode,
+  errorResponseLine,
+  headHasMethod,
+  idTextFromHead,
+  inspectMessage,
+} from './jsonrpc.js';
+import type { Logger } from './logger.js';
+import type { TraceSink } from './trace.js';
+
+export interface ShutdownTiming {
+  /** After client EOF: how long to wait for replies still owed before asking the server to stop. */
+  readonly drainMs: number;
+  /** Then how long the server may take to exit on its own (many exit on stdin EOF). */
+  readonly exitGraceMs: number;
+  /** Between SIGTERM and SIGKILL. */
+  readonly killGraceMs: number;
+}
+
+export const DEFAULT_SHUTDOWN_TIMING: ShutdownTiming = {
+  drainMs: 10_000,
+  exitGraceMs: 500,
+  killGraceMs: 2_000,
+};
+
+export interface BridgeOptions {
+  readonly backend: SandboxBackend;
+  /** The server command, run in the sandbox. */
+  readonly command: readonly string[];
+  /** Shell commands run in the sandbox, in order, before the server. */
+  readonly setup?: readonly string[];
+  readonly spec: Omit<SandboxSpec, 'onEvent'>;
+  /** Values redacted from the trace and from forwarded stderr. */
+  readonly secrets?: readonly string[];
+  /** The client's side: what it sends. */
+  readonly input: Readable;
+  /** The client's side: protocol only. */
+  readonly output: Writable;
+  /** The server's stderr, setup output and diverted stdout lines go here. */
+  readonly errorOutput: Writable;
+  readonly logger: Logger;
+  readonly trace?: TraceSink;
+  readonly maxLineBytes?: number;
+  readonly timing?: Partial<ShutdownTiming>;
+}
+
+export type EndReason = 'server-exit' | 'client-eof' | 'client-gone' | 'ttl' | 'signal' | 'sandbox-failure';
+
+export interface BridgeResult {
+  readonly exitCode: number;
+  readonly reason: EndReason;
+  /** How the server process ended, when it ran. */
+  readonly serverStatus?: ExitStatus;
+  readonly error?: SandboxError;
+}
+
+export type StopSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+
+export interface BridgeSession {
+  readonly done: Promise<BridgeResult>;
+  /** Ends the session as if the bridge received `signal`. Idempotent. */
+  stop(signal: StopSignal): void;
+}
+
+/**
+ * Runs one session: creates the sandbox, runs setup, starts the server and forwards
+ * newline-delimited JSON-RPC both ways, verbatim, until one side ends. See DESIGN §4.
+ */
+export function startBridge(options: BridgeOptions): BridgeSession {
+  const bridge = new Bridge(options);
+  return { done: bridge.done, stop: (signal) => bridge.stop(signal) };
+}
+
+const NEWLINE = Buffer.from('\n');
+
+class Bridge {
+  readonly done: Promise<BridgeResult>;
+  readonly #o: BridgeOptions;
+  readonly #timing: ShutdownTiming;
+  readonly #redact: Redactor;
+  readonly #trace: TraceSink | undefined;
+  readonly #abort = new AbortController();
+  readonly #ready: Deferred<SandboxProcess | null> = deferred();
+  readonly #result: Deferred<BridgeResult> = deferred();
+  /** Requests sent by the client and not yet answered: id key → id text. */
+  readonly #inflight = new Map<string, string>();
+  #inflightDrained: Deferred<void> | undefined;
+  #sandbox: Sandbox | undefined;
+  #proc: SandboxProcess | undefined;
+  #serverStatus: ExitStatus | undefined;
+  #signalledByUs = false;
+  #ending: { reason: EndReason; detail?: unknown } | undefined;
+  #clientGone = false;
+  #sandboxClosed: Promise<void> | undefined;
+  #startup: Promise<void>;
+  #serverOut: Promise<void> = Promise.resolve();
+  #ttl: NodeJS.Timeout;
+
+  constructor(options: BridgeOptions) {
+    this.#o = options;
+    this.#timing = { ...DEFAULT_SHUTDOWN_TIMING, ...options.timing };
+    this.#redact = createRedactor(options.secrets ?? []);
+    this.#trace = options.trace;
+    this.done = this.#result.promise;
+
+    const { backend, spec } = options;
+    this.#trace?.event('session-start', {
+      sessionId: spec.sessionId,
+      backend: backend.id,
+      isolation: backend.isolation,
+      command: options.command,
+      setup: options.setup ?? [],
+      env: Object.keys(spec.env).sort(),
+      ttlMs: spec.ttlMs,
+      pid: process.pid,
+    });
+    options.output.on('error', () => this.#onClientGone());
+    options.output.on('close', () => this.#onClientGone());
+    this.#ttl = setTimeout(() => this.#end('ttl'), spec.ttlMs);
+    void this.#pumpClient();
+    this.#startup = this.#start();
+  }
+
+  stop(signal: StopSignal): void {
+    this.#end('signal', signal);
+  }
+
+  get isolation(): IsolationLevel {
+    return this.#o.backend.isolation;
+  }
+
+  async #start(): Promise<void> {
+    const { backend, spec, logger } = this.#o;
+    const signal = this.#abort.signal;
+    let proc: SandboxProcess;
+    try {
+      const sandbox = await backend.create(
+        {
+          ...spec,
+          onEvent: (event) => this.#trace?.event(`sandbox.${event.type}`, { ...event, type: undefined }),
+        },
+        { signal },
+      );
+      this.#sandbox = sandbox;
+      this.#trace?.event('sandbox-created', {
+        backend: backend.id,
+        isolation: backend.isolation,
+        sandboxId: sandbox.id,
+      });
+      logger.debug(`sandbox ${sandbox.id} created`);
+      if (this.#ending) return;
+      for (const [index, step] of (this.#o.setup ?? []).entries()) {
+        await this.#runSetup(sandbox, step, index);
+        if (this.#ending) return;
+      }
+      let command = this.#o.command;
+      if (sandbox.prepare) {
+        command = await sandbox.prepare(command, {
+          stderr: (chunk) => this.#o.errorOutput.write(chunk),
+          signal,
+        });
+        if (command !== this.#o.command) this.#trace?.event('prepared', { command });
+        if (this.#ending) return;
+      }
+      proc = await sandbox.exec(command);
+    } catch (error) {
+      this.#end('sandbox-failure', error);
+      return;
+    }
+    this.#proc = proc;
+    this.#trace?.event('process-start', { command: this.#o.command });
+    if (this.#ending) {
+      await proc.kill('SIGKILL');
+      return;
+    }
+    this.#serverOut = this.#pumpServerStdout(proc);
+    void this.#pumpStderr(proc.stderr);
+    this.#ready.resolve(proc);
+    void proc.exit.then((status) => {
+      this.#serverStatus = status;
+      this.#trace?.event('process-exit', { code: status.code, signal: status.signal });
+      this.#end('server-exit');
+    });
+  }
+
+  async #runSetup(sandbox: Sandbox, step: string, index: number): Promise<void> {
+    this.#o.logger.info(`setup ${index + 1}: ${this.#redact(step)}`);
+    this.#trace?.event('setup-start', { index, command: step });
+    const proc = await sandbox.exec(['sh', '-c', step]);
+    const output = Promise.all([this.#pumpStderr(proc.stdout), this.#pumpStderr(proc.stderr)]);
+    const aborted = new Promise<'aborted'>((resolve) => {
+      if (this.#abort.signal.aborted) resolve('aborted');
+      this.#abort.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    });
+    const status = await Promise.race([proc.exit, aborted]);
+    if (status === 'aborted') {
+      await proc.kill('SIGKILL');
+      return;
+    }
+    await within(output, 2_000);
+    this.#trace?.event('setup-exit', { index, code: status.code, signal: status.signal });
+    if (status.code !== 0) {
+      const how = status.code === null ? `was killed by ${status.signal}` : `exited with code ${status.code}`;
+      throw new SetupFailedError(`setup step ${index + 1} (${this.#redact(step)}) ${how}`, status.code);
+    }
+  }
+
+  // ── client → server ──────────────────────────────────────────────────────────────────────
+
+  async #pumpClient(): Promise<void> {
+    const framer = new LineFramer({ maxLineBytes: this.#o.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES });
+    const batch: Array<Buffer | { head: Buffer; size: number }> = [];
+    const handler: FrameHandler = {
+      line: (line) => batch.push(line),
+      oversize: (head, size) => batch.push({ head, size }),
+    };
+    const drain = async () => {
+      for (const item of batch) {
+        if (Buffer.isBuffer(item)) await this.#toServer(item);
+        else this.#rejectOversizeRequest(item.head, item.size);
+      }
+      batch.length = 0;
+    };
+    try {
+      for await (const chunk of this.#o.input) {
+        framer.push(chunk as Buffer, handler);
+        if (batch.length > 0) await drain();
+      }
+      framer.end(handler);
+      await drain();
+    } catch (error) {
+      this.#o.logger.debug(`client input failed: ${(error as Error).message}`);
+    }
+    this.#trace?.event('client-eof');
+    this.#end('client-eof');
+  }
+
+  async #toServer(line: Buffer): Promise<void> {
+    const content = lineContent(line);
+    if (content.length === 0) return;
+    const text = content.toString();
+    const info = inspectMessage(text);
+    if (info.kind === 'request') this.#inflight.set(info.idKey as string, info.idText as string);
+    this.#trace?.message('client->server', text, line.length, info.kind !== 'invalid');
+    const proc = this.#proc ?? (await this.#ready.promise);
+    if (proc && !this.#serverStatus) {
+      try {
+        await proc.write(line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]));
+        return;
+      } catch (error) {
+        this.#o.logger.debug(`write to server failed: ${(error as Error).message}`);
+      }
+    }
+    if (info.kind === 'request') {
+      this.#answer(
+        info.idKey as string,
+        info.idText as string,
+        BridgeErrorCode.serverUnavailable,
+        this.#unavailableMessage(),
+      );
+    }
+  }
+
+  #rejectOversizeRequest(head: Buffer, size: number): void {
+    const max = this.#o.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    const text = head.toString();
+    const idText = headHasMethod(text) ? idTextFromHead(text) : undefined;
+    const message = `message of ${size} bytes exceeds the bridge's limit of ${max} bytes (--max-message-size); not sent to the server`;
+    this.#o.logger.warn(`client ${message}`);
+    this.#trace?.event('oversize', { dir: 'client->server', bytes: size, limit: max, id: idText ?? null });
+    if (idText !== undefined)
+      void this.#writeClient(errorResponseLine(idText, BridgeErrorCode.messageTooLarge, message));
+  }
+
+  // ── server → client ──────────────────────────────────────────────────────────────────────
+
+  async #pumpServerStdout(proc: SandboxProcess): Promise<void> {
+    const framer = new LineFramer({ maxLineBytes: this.#o.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES });
+    const batch: Array<Buffer | { head: Buffer; size: number }> = [];
+    const handler: FrameHandler = {
+      line: (line) => batch.push(line),
+      oversize: (head, size) => batch.push({ head, size }),
+    };
+    const drain = async () => {
+      for (const item of batch) {
+        if (Buffer.isBuffer(item)) await this.#toClient(item);
+        else this.#dropOversizeResponse(item.head, item.size);
+      }
+      batch.length = 0;
+    };
+    try {
+      for await (const chunk of proc.stdout) {
+        framer.push(chunk, handler);
+        if (batch.length > 0) await drain();
+      }
+      framer.end(handler);
+      await drain();
+    } catch (error) {
+      this.#o.logger.debug(`server stdout failed: ${(error as Error).message}`);
+    }
+  }
+
+  async #toClient(line: Buffer): Promise<void> {
+    const content = lineContent(line);
+    if (content.length === 0) return;
+    const text = content.toString();
+    const info = inspectMessage(text);
+    if (info.kind === 'invalid' || typeof info.value !== 'object' || info.value === null) {
+      // stdout belongs to the protocol: anything else is the server's noise, shown on stderr.
+      const shown = this.#redact(text);
+      this.#trace?.event('stdout-diverted', { raw: text });
+      this.#write(this.#o.errorOutput, `[server stdout, not JSON-RPC] ${shown}\n`);
+      return;
+    }
+    if (info.kind === 'response') this.#settle(info.idKey as string);
+    this.#trace?.message('server->client', text, line.length, true);
+    await this.#writeClient(line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]));
+  }
+
+  #dropOversizeResponse(head: Buffer, size: number): void {
+    const max = this.#o.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    const text = head.toString();
+    const idText = headHasMethod(text) ? undefined : idTextFromHead(text);
+    const message = `the server's message of ${size} bytes exceeds the bridge's limit of ${max} bytes (--max-message-size); dropped`;
+    this.#o.logger.warn(message);
+    this.#trace?.event('oversize', { dir: 'server->client', bytes: size, limit: max, id: idText ?? null });
+    if (idText === undefined) return;
+    const info = inspectMessage(`{"id":${idText},"result":null}`);
+    if (info.idKey && this.#inflight.has(info.idKey)) {
+      this.#answer(info.idKey, idText, BridgeErrorCode.messageTooLarge, message);
+    }
+  }
+
+  async #pumpStderr(stream: AsyncIterable<Uint8Array>): Promise<void> {
+    const out = this.#o.errorOutput;
+    const plain = !this.#trace && (this.#o.secrets ?? []).length === 0;
+    try {
+      if (plain) {
+        for await (const chunk of stream) await this.#writeStream(out, chunk);
+        return;
+      }
+      const framer = new LineFramer({ maxLineBytes: 1024 * 1024 });
+      const lines: string[] = [];
+      const handler: FrameHandler = {
+        line: (line) => lines.push(this.#redact(line.toString())),
+        oversize: (head, size) => lines.push(`${this.#redact(head.toString())}… [${size} bytes]\n`),
+      };
+      const flush = async () => {
+        for (const line of lines) {
+          this.#trace?.event('stderr', { text: line.endsWith('\n') ? line.slice(0, -1) : line });
+          await this.#writeStream(out, line.endsWith('\n') ? line : `${line}\n`);
+        }
+        lines.length = 0;
+      };
+      for await (const chunk of stream) {
+        framer.push(chunk, handler);
+        await flush();
+      }
+      framer.end(handler);
+      await flush();
+    } catch (error) {
+      this.#o.logger.debug(`stderr relay failed: ${(error as Error).message}`);
+    }
+  }
+
+  async #writeClient(buf: Buffer): Promise<void> {
+    if (this.#clientGone) return;
+    await this.#writeStream(this.#o.output, buf);
+  }
+
+  /** Writes with backpressure: waits for `drain` when the stream's buffer is full. */
+  async #writeStream(stream: Writable, data: Uint8Array | string): Promise<void> {
+    if (stream.destroyed || stream.writableEnded) return;
+    if (stream.write(data)) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        stream.off('drain', done);
+        stream.off('close', done);
+        stream.off('error', done);
+        resolve();
+      };
+      stream.on('drain', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+  }
+
+  #write(stream: Writable, text: string): void {
+    if (!stream.destroyed && !stream.writableEnded) stream.write(text);
+  }
+
+  // ── in-flight requests ───────────────────────────────────────────────────────────────────
+
+  #settle(idKey: string): void {
+    this.#inflight.delete(idKey);
+    if (this.#inflight.size === 0) this.#inflightDrained?.resolve();
+  }
+
+  #answer(idKey: string, idText: string, code: number, message: string): void {
+    this.#settle(idKey);
+    this.#trace?.event('synthesized-error', { id: idText, code, message });
+    void this.#writeClient(errorResponseLine(idText, code, message));
+  }
+
+  #unavailableMessage(): string {
+    const ending = this.#ending;
+    if (ending?.reason === 'ttl') return `mcp-sandbox: the session's TTL expired before the server answered`;
+    if (ending?.reason === 'signal') return `mcp-sandbox: the session was stopped (${String(ending.detail)})`;
+    if (ending?.reason === 'sandbox-failure') {
+      return `mcp-sandbox: the sandbox failed: ${errorMessage(ending.detail)}`;
+    }
+    const status = this.#serverStatus;
+    if (status) {
+      const how = status.code !== null ? `with code ${status.code}` : `from ${status.signal}`;
+      return `mcp-sandbox: the server exited ${how} before answering`;
+    }
+    return 'mcp-sandbox: the server ended before answering';
+  }
+
+  // ── the end ──────────────────────────────────────────────────────────────────────────────
+
+  #onClientGone(): void {
+    if (this.#clientGone) return;
+    this.#clientGone = true;
+    this.#end('client-gone');
+  }
+
+  #end(reason: EndReason, detail?: unknown): void {
+    if (this.#ending) return;
+    this.#ending = { reason, detail };
+    clearTimeout(this.#ttl);
+    void this.#shutdown(reason, detail).then(
+      (result) => this.#result.resolve(result),
+      (error) => {
+        this.#o.logger.error(`shutdown failed: ${errorMessage(error)}`);
+        this.#result.resolve({ exitCode: ExitCode.sandboxFailure, reason });
+      },
+    );
+  }
+
+  async #shutdown(reason: EndReason, detail: unknown): Promise<BridgeResult> {
+    const { logger } = this.#o;
+    const timing = this.#timing;
+    if (reason === 'ttl') {
+      logger.error(`TTL of ${this.#o.spec.ttlMs} ms expired: stopping the server`);
+      this.#trace?.event('ttl-expired', { ttlMs: this.#o.spec.ttlMs });
+    } else if (reason === 'signal') {
+      logger.info(`received ${String(detail)}: stopping the server`);
+      this.#trace?.event('signal', { signal: detail });
+    } else if (reason === 'sandbox-failure') {
+      logger.error(errorMessage(detail));
+      this.#trace?.event('sandbox-failure', { message: errorMessage(detail), code: errorCode(detail) });
+    }
+    if (reason !== 'client-eof' && reason !== 'server-exit') this.#abort.abort();
+    await within(this.#startup, 15_000);
+    this.#ready.resolve(null);
+
+    const proc = this.#proc;
+    if (proc && !this.#serverStatus) {
+      if (reason === 'client-eof') await this.#stopGracefully(proc, timing);
+      else {
+        await proc.closeStdin().catch(() => undefined);
+        await this.#terminate(proc, reason === 'client-gone' ? timing.exitGraceMs : 0);
+      }
+    }
+    // The server's last words reach the client before the bridge answers for it.
+    await within(this.#serverOut, 2_000);
+    for (const [idKey, idText] of [...this.#inflight]) {
+      const code = reason === 'ttl' ? BridgeErrorCode.ttlExpired : BridgeErrorCode.serverUnavailable;
+      this.#answer(idKey, idText, code, this.#unavailableMessage());
+    }
+    await this.#closeSandbox();
+    const exitCode = this.#exitCode(reason, detail);
+    const error = reason === 'sandbox-failure' && isSandboxError(detail) ? detail : undefined;
+    this.#trace?.event('session-end', {
+      reason,
+      exitCode,
+      serverCode: this.#serverStatus?.code ?? null,
+      serverSignal: this.#serverStatus?.signal ?? null,
+    });
+    this.#trace?.flush();
+    return {
+      exitCode,
+      reason,
+      ...(this.#serverStatus ? { serverStatus: this.#serverStatus } : {}),
+      ...(error ? { error } : {}),
+    };
+  }
+
+  /** Client EOF: close the server's stdin, let it answer what it owes, then ask, then insist. */
+  async #stopGracefully(proc: SandboxProcess, timing: ShutdownTiming): Promise<void> {
+    await proc.closeStdin().catch(() => undefined);
+    if (this.#inflight.size > 0) {
+      this.#inflightDrained = deferred();
+      await within(Promise.race([proc.exit, this.#inflightDrained.promise]), timing.drainMs);
+    }
+    if (this.#serverStatus) return;
+    if ((await within(proc.exit, timing.exitGraceMs)) !== undefined) return;
+    await this.#terminate(proc, 0);
+  }
+
+  /** SIGTERM, then SIGKILL after the grace period. */
+  async #terminate(proc: SandboxProcess, waitFirstMs: number): Promise<void> {
+    if (waitFirstMs > 0 && (await within(proc.exit, waitFirstMs)) !== undefined) return;
+    if (this.#serverStatus) return;
+    this.#signalledByUs = true;
+    await proc.kill('SIGTERM').catch(() => undefined);
+    if ((await within(proc.exit, this.#timing.killGraceMs)) !== undefined) return;
+    this.#o.logger.warn(`the server ignored SIGTERM for ${this.#timing.killGraceMs} ms: sending SIGKILL`);
+    this.#trace?.event('kill', { signal: 'SIGKILL' });
+    await proc.kill('SIGKILL').catch(() => undefined);
+    await within(proc.exit, 5_000);
+  }
+
+  #closeSandbox(): Promise<void> {
+    this.#sandboxClosed ??= (async () => {
+      const sandbox = this.#sandbox;
+      if (!sandbox) return;
+      try {
+        await sandbox.close();
+        this.#trace?.event('sandbox-closed', { sandboxId: sandbox.id });
+      } catch (error) {
+        this.#o.logger.error(`closing the sandbox failed: ${errorMessage(error)}`);
+        this.#trace?.event('sandbox-close-failed', { message: errorMessage(error) });
+      }
+    })();
+    return this.#sandboxClosed;
+  }
+
+  #exitCode(reason: EndReason, detail: unknown): number {
+    switch (reason) {
+      case 'ttl':
+        return ExitCode.ttlExpired;
+      case 'signal':
+        return 128 + signalNumber(String(detail));
+      case 'sandbox-failure': {
+        const code = errorCode(detail);
+        if (code === 'E_COMMAND_NOT_FOUND') return ExitCode.commandNotFound;
+        if (code === 'E_CANNOT_EXECUTE') return ExitCode.cannotExecute;
+        return ExitCode.sandboxFailure;
+      }
+      case 'server-exit':
+        return this.#serverStatus ? exitCodeOf(this.#serverStatus) : ExitCode.sandboxFailure;
+      default:
+        // The client ended the session: the server's own exit counts unless we had to stop it.
+        return this.#serverStatus && !this.#signalledByUs ? exitCodeOf(this.#serverStatus) : ExitCode.ok;
+    }
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function errorCode(error: unknown): string | undefined {
+  return error instanceof SandboxError ? error.code : undefined;
+}
