@@ -1,0 +1,194 @@
+import {
+  type BackendFactoryOptions,
+  type CreateOptions,
+  type Logger,
+  type Sandbox,
+  type SandboxBackend,
+  type SandboxSpec,
+  SPECIFICATION_VERSION,
+  silentLogger,
+  UsageError,
+} from '@mcpsandbox/core';
+import { Sandbox as SdkSandbox } from 'e2b';
+import { wrapE2BError } from './errors.js';
+import { DEFAULT_MOUNT_LIMITS, planCopy } from './mounts.js';
+import { toE2BEgress } from './network.js';
+import { E2BSandbox } from './sandbox.js';
+
+export const DEFAULT_TEMPLATE = 'base';
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+const DEFAULT_INSTALL_TIMEOUT_MS = 10 * 60_000;
+const NPM_REGISTRY_HOST = 'registry.npmjs.org';
+
+export interface E2BBackendOptions extends BackendFactoryOptions {
+  /** Defaults to `E2B_API_KEY` from `hostEnv`. Read on the host only; never forwarded into the VM. */
+  readonly apiKey?: string;
+  /** Template (name or id) the VM boots from. Default `base`; settings key `template`. */
+  readonly template?: string;
+  /** E2B domain, e.g. for self-hosted E2B. Defaults to `E2B_DOMAIN`, then the SDK's `e2b.app`. */
+  readonly domain?: string;
+  /** Control-plane API URL. Defaults to `E2B_API_URL`, then `https://api.<domain>`. */
+  readonly apiUrl?: string;
+  /** URL of envd in every sandbox (one URL routed by header). Defaults to `E2B_SANDBOX_URL`. */
+  readonly sandboxUrl?: string;
+  /** Timeout of each API request in milliseconds (default 60 s). Settings key `requestTimeoutMs`. */
+  readonly requestTimeoutMs?: number;
+  /** Cap on bytes copied in through mounts (default 100 MiB). Settings key `maxMountBytes`. */
+  readonly maxMountBytes?: number;
+  /** Cap on files copied in through mounts (default 10 000). Settings key `maxMountFiles`. */
+  readonly maxMountFiles?: number;
+  /**
+   * Hosts an `npx -y` install in `prepare` may reach while it runs, when the spec grants less
+   * (default `registry.npmjs.org`; settings key `installHosts`, comma separated, empty for none).
+   */
+  readonly installHosts?: readonly string[];
+  /** Time an `npx -y` install may take in milliseconds (default 10 min). */
+  readonly installTimeoutMs?: number;
+}
+
+interface ResolvedOptions {
+  readonly apiKey: string | undefined;
+  readonly template: string;
+  readonly domain: string | undefined;
+  readonly apiUrl: string | undefined;
+  readonly sandboxUrl: string | undefined;
+  readonly requestTimeoutMs: number;
+  readonly maxMountBytes: number;
+  readonly maxMountFiles: number;
+  readonly installHosts: readonly string[];
+  readonly installTimeoutMs: number;
+  readonly logger: Logger;
+}
+
+/**
+ * The `e2b` backend: each sandbox is an E2B Firecracker micro-VM with its own kernel. Synchronous
+ * and free of I/O; the API key is checked when a sandbox is created.
+ */
+export function createE2BBackend(options: E2BBackendOptions = {}): SandboxBackend {
+  const resolved = resolveOptions(options);
+  return {
+    specificationVersion: SPECIFICATION_VERSION,
+    id: 'e2b',
+    isolation: 'microvm',
+    describe: () =>
+      `E2B Firecracker micro-VM (template ${resolved.template}, ${resolved.apiUrl ?? `api.${resolved.domain ?? 'e2b.app'}`})`,
+    create: (spec, createOptions) => createSandbox(resolved, spec, createOptions),
+  };
+}
+
+/** The name every backend module exports, so `--backend @mcpsandbox/backend-e2b` can load it. */
+export const createBackend: (options?: E2BBackendOptions) => SandboxBackend = createE2BBackend;
+
+function resolveOptions(options: E2BBackendOptions): ResolvedOptions {
+  const env = options.hostEnv ?? process.env;
+  const settings = options.settings ?? {};
+  const text = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);
+  return {
+    apiKey: text(options.apiKey) ?? text(env.E2B_API_KEY),
+    template: text(options.template) ?? text(settings.template) ?? DEFAULT_TEMPLATE,
+    domain: text(options.domain) ?? text(settings.domain) ?? text(env.E2B_DOMAIN),
+    apiUrl: text(options.apiUrl) ?? text(settings.apiUrl) ?? text(env.E2B_API_URL),
+    sandboxUrl: text(options.sandboxUrl) ?? text(settings.sandboxUrl) ?? text(env.E2B_SANDBOX_URL),
+    requestTimeoutMs:
+      options.requestTimeoutMs ?? positive(settings, 'requestTimeoutMs') ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    maxMountBytes:
+      options.maxMountBytes ?? positive(settings, 'maxMountBytes') ?? DEFAULT_MOUNT_LIMITS.maxBytes,
+    maxMountFiles:
+      options.maxMountFiles ?? positive(settings, 'maxMountFiles') ?? DEFAULT_MOUNT_LIMITS.maxFiles,
+    installHosts:
+      options.installHosts ??
+      (settings.installHosts === undefined
+        ? [NPM_REGISTRY_HOST]
+        : settings.installHosts
+            .split(',')
+            .map((host) => host.trim())
+            .filter(Boolean)),
+    installTimeoutMs:
+      options.installTimeoutMs ?? positive(settings, 'installTimeoutMs') ?? DEFAULT_INSTALL_TIMEOUT_MS,
+    logger: options.logger ?? silentLogger,
+  };
+}
+
+function positive(settings: Readonly<Record<string, string>>, key: string): number | undefined {
+  const raw = settings[key];
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    // Settings are user input (`--backend-option`); report it when it is used, not at load.
+    return Number.NaN;
+  }
+  return value;
+}
+
+async function createSandbox(
+  options: ResolvedOptions,
+  spec: SandboxSpec,
+  createOptions: CreateOptions = {},
+): Promise<Sandbox> {
+  // Everything that can be refused locally is refused before a (billed) VM exists.
+  if (!options.apiKey) {
+    throw new UsageError(
+      'the e2b backend needs an API key: set E2B_API_KEY (get one at https://e2b.dev/dashboard?tab=keys)',
+    );
+  }
+  for (const [key, value] of Object.entries({
+    requestTimeoutMs: options.requestTimeoutMs,
+    maxMountBytes: options.maxMountBytes,
+    maxMountFiles: options.maxMountFiles,
+    installTimeoutMs: options.installTimeoutMs,
+  })) {
+    if (Number.isNaN(value)) throw new UsageError(`e2b setting ${key} must be a positive integer`);
+  }
+  if (!Number.isFinite(spec.ttlMs) || spec.ttlMs <= 0)
+    throw new UsageError('the sandbox TTL must be positive');
+  const egress = toE2BEgress(spec.network);
+  const plan = await planCopy(spec.mounts ?? [], {
+    maxBytes: options.maxMountBytes,
+    maxFiles: options.maxMountFiles,
+  });
+  for (const link of plan.skippedLinks) {
+    options.logger.warn(`mount: skipped ${link} (symlinks and special files are not copied)`);
+  }
+  createOptions.signal?.throwIfAborted();
+
+  let sdk: SdkSandbox;
+  try {
+    sdk = await SdkSandbox.create(options.template, {
+      apiKey: options.apiKey,
+      // Explicit values so the SDK does not fall back to this process's own environment.
+      debug: false,
+      domain: options.domain ?? 'e2b.app',
+      apiUrl: options.apiUrl ?? `https://api.${options.domain ?? 'e2b.app'}`,
+      ...(options.sandboxUrl ? { sandboxUrl: options.sandboxUrl } : {}),
+      requestTimeoutMs: options.requestTimeoutMs,
+      // E2B kills the VM at this deadline whatever happens to this host.
+      timeoutMs: spec.ttlMs,
+      metadata: { createdBy: 'mcp-sandbox', sessionId: spec.sessionId },
+      ...(egress.allowInternetAccess === false ? { allowInternetAccess: false } : {}),
+      ...(egress.network
+        ? { network: { allowOut: egress.network.allowOut, denyOut: egress.network.denyOut } }
+        : {}),
+      ...(createOptions.signal ? { signal: createOptions.signal } : {}),
+    });
+  } catch (error) {
+    throw wrapE2BError(error, `create a sandbox from template '${options.template}'`);
+  }
+  const sandbox = new E2BSandbox(sdk, spec, {
+    logger: options.logger,
+    requestTimeoutMs: options.requestTimeoutMs,
+    installHosts: egress.network || egress.allowInternetAccess === false ? options.installHosts : [],
+    installTimeoutMs: options.installTimeoutMs,
+  });
+  spec.onEvent?.({ type: 'network', scope: 'sandbox', egress: egress.summary });
+  try {
+    if (plan.files.length > 0) {
+      await sandbox.upload(plan);
+      spec.onEvent?.({ type: 'mounts-copied', files: plan.files.length, bytes: plan.totalBytes });
+    }
+    createOptions.signal?.throwIfAborted();
+  } catch (error) {
+    await sandbox.close();
+    throw error;
+  }
+  return sandbox;
+}
