@@ -1,3 +1,4 @@
+import { createFakeBackend } from '@mcpsandbox/backend-fake';
 import { createNoneBackend } from '@mcpsandbox/backend-local';
 import type { BackendRegistry } from '@mcpsandbox/cli';
 
@@ -6,6 +7,10 @@ export const builtInBackends: BackendRegistry = {
   none: {
     summary: 'no sandbox: a plain child process (for trusted servers and measuring)',
     create: createNoneBackend,
+  },
+  fake: {
+    summary: 'in-memory fake server, no processes (for tests and examples)',
+    create: createFakeBackend,
   },
 };
 

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import {
+  errorResponseLine,
+  headHasMethod,
+  idTextFromHead,
+  inspectMessage,
+  rawTopLevelValue,
+} from './jsonrpc.js';
+
+describe('inspectMessage', () => {
+  it('classifies requests, notifications, responses and noise', () => {
+    expect(inspectMessage('{"jsonrpc":"2.0","id":1,"method":"ping"}')).toMatchObject({
+      kind: 'request',
+      method: 'ping',
+      idKey: 'n:1',
+      idText: '1',
+    });
+    expect(inspectMessage('{"jsonrpc":"2.0","method":"notifications/initialized"}').kind).toBe(
+      'notification',
+    );
+    expect(inspectMessage('{"jsonrpc":"2.0","id":"a","result":{}}')).toMatchObject({
+      kind: 'response',
+      idKey: 's:a',
+    });
+    expect(inspectMessage('{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x"}}').kind).toBe('response');
+    expect(inspectMessage('not json').kind).toBe('invalid');
+    expect(inspectMessage('[1,2]').kind).toBe('batch');
+    expect(inspectMessage('42').kind).toBe('other');
+  });
+
+  it('keeps an integer id past 2^53 exactly as sent', () => {
+    const info = inspectMessage('{"jsonrpc":"2.0","method":"ping","id":9007199254740993}');
+    expect(info.idText).toBe('9007199254740993');
+    const answer = inspectMessage('{"jsonrpc":"2.0","id":9007199254740993,"result":{}}');
+    expect(answer.idKey).toBe(info.idKey);
+    expect(inspectMessage('{"id":9007199254740992,"result":1}').idKey).not.toBe(info.idKey);
+  });
+
+  it('does not confuse a nested id with the top-level one', () => {
+    expect(rawTopLevelValue('{"params":{"id":5},"id":12345678901234567890}', 'id')).toBe(
+      '12345678901234567890',
+    );
+    expect(rawTopLevelValue('{"a":"}\\"id\\":1","id":"x"}', 'id')).toBe('"x"');
+  });
+
+  it('finds the id and method in the head of a cut message', () => {
+    const head = '{"jsonrpc":"2.0","id":"req-1","method":"tools/call","params":{"text":"aaaa';
+    expect(idTextFromHead(head)).toBe('"req-1"');
+    expect(headHasMethod(head)).toBe(true);
+    expect(idTextFromHead('{"jsonrpc":"2.0","result":{"x":"aaa')).toBeUndefined();
+    expect(idTextFromHead('{"id":{"evil":1}}')).toBeUndefined();
+  });
+
+  it('builds error responses that echo the id text verbatim', () => {
+    const line = errorResponseLine('9007199254740993', -32000, 'gone "now"').toString();
+    expect(line).toBe(
+      '{"jsonrpc":"2.0","id":9007199254740993,"error":{"code":-32000,"message":"gone \\"now\\""}}\n',
+    );
+  });
+});
