@@ -56,8 +56,8 @@ export class ByteChannel implements AsyncIterable<Uint8Array> {
   write(chunk: Uint8Array): Promise<void> {
     if (this.#writeError !== undefined) return Promise.reject(this.#writeError);
     if (this.#endRequested) return Promise.reject(new Error('write after end'));
-    // Copy: the caller may reuse its buffer as soon as the promise resolves, as with a real pipe.
-    const copy = chunk.slice();
+    // Copy (Buffer#slice would not): the caller may reuse its buffer, as with a real pipe.
+    const copy = new Uint8Array(chunk);
     if (this.#pending.length === 0 && this.#buffered < this.highWaterMark) {
       this.#accept(copy);
       return Promise.resolve();

@@ -241,7 +241,7 @@ class FakeMcpSession {
         start = newline + 1;
         newline = chunk.indexOf(10, start);
       }
-      if (start < chunk.length) parts.push(chunk.slice(start));
+      if (start < chunk.length) parts.push(chunk.subarray(start));
     }
     this.#line(parts);
   }
@@ -384,16 +384,17 @@ class FakeMcpSession {
       error === undefined
         ? `"result":${JSON.stringify(result)}`
         : `"error":${JSON.stringify({ code: error.rpcCode, message: error.message })}`;
+    // Numbered when queued, so --exit-after answers exactly n even with requests in flight.
+    const number = ++this.#answered;
+    const { exitAfter } = this.#flags;
+    if (exitAfter !== undefined && number > exitAfter) return;
     if (this.#flags.noise) {
       const n = ++this.#noiseCount;
       // Alternate plain text and a broken JSON fragment: both are not JSON.
       await this.#send(n % 2 === 1 ? `noise ${n}: this line is not JSON` : `{"noise": ${n}, broken`);
     }
     await this.#send(`{"jsonrpc":"2.0","id":${rawId},${body}}`);
-    this.#answered++;
-    if (this.#flags.exitAfter !== undefined && this.#answered >= this.#flags.exitAfter) {
-      this.#stop(this.#flags.exitCode);
-    }
+    if (number === exitAfter) this.#stop(this.#flags.exitCode);
   }
 
   /** Queues a line on stdout; lines never interleave, even when dribbled. */

@@ -37,7 +37,6 @@ export class FakeProcess implements SandboxProcess {
   #resolveExit!: (status: ExitStatus) => void;
   #status: ExitStatus | undefined;
   #stdinClosed = false;
-  #tail: Promise<void> = Promise.resolve();
 
   constructor(program: FakeProgram, options: StartOptions) {
     const hwm = options.highWaterMark;
@@ -72,18 +71,14 @@ export class FakeProcess implements SandboxProcess {
 
   write(chunk: Uint8Array): Promise<void> {
     if (this.#stdinClosed) return Promise.reject(new ProcessClosedError('stdin is closed'));
-    const result = this.#tail.then(() => {
-      if (this.#status) throw new ProcessClosedError('the process has exited');
-      return this.#stdin.write(chunk);
-    });
-    this.#tail = result.catch(() => undefined);
-    return result;
+    // The channel keeps call order and copies the chunk now, so callers may reuse their buffer.
+    return this.#stdin.write(chunk);
   }
 
   async closeStdin(): Promise<void> {
     if (this.#stdinClosed) return;
     this.#stdinClosed = true;
-    await this.#tail;
+    // EOF reaches the program after every write made before this call.
     this.#stdin.end();
   }
 
