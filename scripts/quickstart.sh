@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# One command from a fresh clone: install what is missing, build, and run a real MCP server
+# through `mcp-sandbox run` on the default backend, listing its tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(uname -s)" = "Linux" ] && { ! command -v bwrap >/dev/null || ! command -v socat >/dev/null; }; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    echo "installing bubblewrap and socat (the local sandbox needs them)..." >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap socat >&2
+  else
+    echo "mcp-sandbox's local backend needs bubblewrap and socat: sudo apt-get install bubblewrap socat" >&2
+    exit 1
+  fi
+fi
+
+npx --yes pnpm@12.4.2 install --frozen-lockfile >&2
+TURBO_TELEMETRY_DISABLED=1 npx --yes pnpm@12.4.2 exec turbo run build --output-logs=errors-only >&2
+node scripts/demo.mjs "$@"
