@@ -46,8 +46,9 @@ export class FakeProcess implements SandboxProcess {
       highWaterMark: hwm,
       cancelError: () => new ProcessClosedError('the process no longer reads its stdin'),
     });
-    this.#stdout = new ByteChannel({ highWaterMark: hwm });
-    this.#stderr = new ByteChannel({ highWaterMark: hwm });
+    const epipe = () => new ProcessClosedError('the reader stopped reading (EPIPE)');
+    this.#stdout = new ByteChannel({ highWaterMark: hwm, cancelError: epipe });
+    this.#stderr = new ByteChannel({ highWaterMark: hwm, cancelError: epipe });
     this.stdout = this.#stdout;
     this.stderr = this.#stderr;
     this.exit = new Promise((resolve) => {
@@ -97,11 +98,6 @@ export class FakeProcess implements SandboxProcess {
     this.#finish({ code: null, signal });
   }
 
-  /** Whether the process has ended. */
-  get exited(): boolean {
-    return this.#status !== undefined;
-  }
-
   #finish(status: ExitStatus): void {
     if (this.#status) return;
     this.#status = status;
@@ -128,6 +124,8 @@ export class FakeProcess implements SandboxProcess {
     const output = (channel: ByteChannel): FakeOutput => ({
       write: (data) => {
         if (signal.aborted) return Promise.reject(killedError(signal));
+        // A task the program left running after it returned: the process is gone.
+        if (this.#status) return Promise.reject(new ProcessClosedError('the process has exited'));
         return channel.write(typeof data === 'string' ? encoder.encode(data) : data);
       },
     });

@@ -288,6 +288,7 @@ describe('streams', () => {
     const proc = await box.exec(['chatty']);
     for await (const _chunk of proc.stdout) break;
     expect((await proc.exit).code).toBe(3);
+    expect(failure).toBeInstanceOf(ProcessClosedError);
     expect(String(failure)).toMatch(/EPIPE/);
   });
 });
