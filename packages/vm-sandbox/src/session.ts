@@ -1,0 +1,388 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { StringDecoder } from 'node:string_decoder';
+import * as vm from 'node:vm';
+import {
+  type ExitStatus,
+  type KillSignal,
+  type Logger,
+  ProcessClosedError,
+  type Sandbox,
+  type SandboxBackend,
+  SandboxFailureError,
+  type SandboxProcess,
+} from '@mcpsandbox/core';
+import { childSource } from './child.js';
+import {
+  createRuntime,
+  type EngineEvent,
+  type HostMessage,
+  type Runtime,
+  type RuntimeConfig,
+} from './runtime.js';
+
+/** A started child as the sandbox needs it: the contract's process, plus a pid when known. */
+export interface LaunchedProcess extends SandboxProcess {
+  /** The host pid, when the child is a direct host process (enables the /proc RSS watchdog). */
+  readonly pid?: number;
+}
+
+/** Starts the locked-down child from a complete argv (`[node, ...flags, '-e', source]`). */
+export type Launcher = (argv: readonly string[]) => Promise<LaunchedProcess>;
+
+export type Isolation = 'process' | 'in-process';
+
+export interface SessionOptions {
+  readonly runtime: RuntimeConfig;
+  readonly isolation: Isolation;
+  readonly memoryLimitMb: number;
+  readonly maxRssMb: number;
+  readonly launcher?: Launcher | undefined;
+  readonly hostBackend?: SandboxBackend | undefined;
+  readonly nodePath?: string | undefined;
+  readonly logger: Logger;
+}
+
+/** The session's view of what happened: engine events plus `crash` from the watchdogs. */
+export type SessionListener = (event: EngineEvent) => void;
+
+export interface Session {
+  start(): Promise<void>;
+  deliver(message: HostMessage): void;
+  /** Ends the sandbox (SIGKILL for a child). Idempotent. */
+  dispose(): Promise<void>;
+}
+
+/** Node's permission flag: `--experimental-permission` on 20, `--permission` from 22. */
+export function permissionFlag(version = process.versions.node): string {
+  const major = Number(version.split('.')[0]);
+  return major >= 22 ? '--permission' : '--experimental-permission';
+}
+
+/** The child's argv. No `--allow-*` flag: no fs reads or writes, no child processes, workers or addons. */
+export function childArgv(options: {
+  nodePath: string;
+  memoryLimitMb: number;
+  allowWasm: boolean;
+  version?: string;
+}): string[] {
+  const argv = [
+    options.nodePath,
+    permissionFlag(options.version),
+    '--no-warnings',
+    `--max-old-space-size=${Math.max(16, Math.floor(options.memoryLimitMb))}`,
+    // The child's own realm never needs eval: an escape that reaches its Function gets nothing.
+    '--disallow-code-generation-from-strings',
+  ];
+  if (!options.allowWasm) argv.push('--no-expose-wasm');
+  argv.push('-e', childSource());
+  return argv;
+}
+
+// ---------------------------------------------------------------------------------------------
+// in-process
+
+let inProcessCount = 0;
+// Installed while in-process sandboxes exist: Node would otherwise throw an unhandled sandbox
+// rejection as the host's uncaught exception. It never reads the reason. Host promises keep
+// Node's default behaviour (rethrown on a later tick).
+const onUnhandledRejection = (reason: unknown, promise: Promise<unknown>) => {
+  if (
+    Object.getPrototypeOf(promise) === Promise.prototype &&
+    process.listenerCount('unhandledRejection') === 1
+  ) {
+    process.nextTick(() => {
+      throw reason;
+    });
+  }
+};
+
+export function createInProcessSession(options: SessionOptions, listener: SessionListener): Session {
+  let runtime: Runtime | undefined;
+  let disposed = false;
+  const release = () => {
+    if (--inProcessCount === 0) process.off('unhandledRejection', onUnhandledRejection);
+  };
+  return {
+    async start() {
+      if (inProcessCount++ === 0) process.on('unhandledRejection', onUnhandledRejection);
+      runtime = createRuntime(
+        { vm, setTimeout, clearTimeout, setImmediate, now: () => performance.now() },
+        options.runtime,
+        // Host listeners never run inside an entry (no host code with sandbox frames below it).
+        (event) =>
+          queueMicrotask(() => {
+            if (!disposed || event.t === 'crash') listener(event);
+          }),
+      );
+      runtime.start();
+    },
+    deliver(message) {
+      if (!disposed) runtime?.deliver(message);
+    },
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      runtime?.dispose();
+      if (runtime !== undefined) release();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// process
+
+const HEARTBEAT_MS = 100;
+
+export function createProcessSession(options: SessionOptions, listener: SessionListener): Session {
+  let child: LaunchedProcess | undefined;
+  let hostSandbox: Sandbox | undefined;
+  let ended = false;
+  let crashed = false;
+  let killReason: { reason: string; message: string } | undefined;
+  let lastSeen = performance.now();
+  let watchdog: NodeJS.Timeout | undefined;
+  let stderrTail = '';
+  const timeoutMs = options.runtime.timeoutMs;
+  const graceMs = Math.max(1000, timeoutMs / 2);
+  const rssLimit = options.maxRssMb * 1024 * 1024;
+
+  const crash = (reason: string, message: string) => {
+    if (crashed) return;
+    crashed = true;
+    listener({ t: 'crash', reason, message });
+  };
+
+  const kill = (reason: string, message: string) => {
+    killReason ??= { reason, message };
+    void child?.kill('SIGKILL').catch(() => undefined);
+  };
+
+  const send = (message: unknown) => {
+    if (child === undefined || ended) return;
+    child.write(Buffer.from(`${JSON.stringify(message)}\n`)).catch(() => undefined);
+  };
+
+  const onEvent = (event: EngineEvent | { t: 'hb'; rss: number }) => {
+    lastSeen = performance.now();
+    if (event.t === 'hb') {
+      if (child?.pid === undefined && event.rss > rssLimit)
+        kill('memory', 'the sandbox process used too much memory');
+      return;
+    }
+    if (event.t === 'crash') {
+      crash(event.reason, event.message);
+      return;
+    }
+    listener(event);
+  };
+
+  const readStdout = async (stdout: AsyncIterable<Uint8Array>) => {
+    const decoder = new StringDecoder('utf8');
+    const maxLine = options.runtime.maxMessageBytes * 6 + 4096;
+    let buffered = '';
+    for await (const chunk of stdout) {
+      buffered += decoder.write(Buffer.from(chunk));
+      let index = buffered.indexOf('\n');
+      while (index >= 0) {
+        const event = validateEvent(buffered.slice(0, index));
+        buffered = buffered.slice(index + 1);
+        if (event !== undefined) onEvent(event);
+        index = buffered.indexOf('\n');
+      }
+      if (buffered.length > maxLine) {
+        kill('protocol', 'the sandbox process broke the protocol');
+        return;
+      }
+    }
+  };
+
+  const readStderr = async (stderr: AsyncIterable<Uint8Array>) => {
+    for await (const chunk of stderr) {
+      const text = Buffer.from(chunk).toString('utf8');
+      stderrTail = (stderrTail + text).slice(-4096);
+      options.logger.debug(`vm-sandbox child: ${text.trimEnd()}`);
+    }
+  };
+
+  const watch = (pid: number | undefined) => {
+    watchdog = setInterval(() => {
+      if (ended) return;
+      // The vm timeout is advisory (one builtin call can run for long): the wall clock is not.
+      if (performance.now() - lastSeen > timeoutMs + graceMs) {
+        kill('timeout', `the sandbox process stopped responding for more than ${timeoutMs} ms`);
+        return;
+      }
+      // ArrayBuffers live outside the V8 heap cap: watch the resident size.
+      if (pid !== undefined) {
+        readFile(`/proc/${pid}/status`, 'utf8').then(
+          (status) => {
+            const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
+            if (match && Number(match[1]) * 1024 > rssLimit)
+              kill('memory', 'the sandbox process used too much memory');
+          },
+          () => undefined,
+        );
+      }
+    }, 50);
+    watchdog.unref();
+  };
+
+  return {
+    async start() {
+      const nodePath = options.nodePath ?? (options.hostBackend ? 'node' : process.execPath);
+      const argv = childArgv({
+        nodePath,
+        memoryLimitMb: options.memoryLimitMb,
+        allowWasm: options.runtime.allowWasm,
+      });
+      try {
+        if (options.hostBackend) {
+          hostSandbox = await options.hostBackend.create({
+            sessionId: `vm-sandbox-${process.pid}-${Date.now()}`,
+            env: {},
+            ttlMs: 2_147_483_647,
+            network: { allow: [] },
+            limits: { memoryBytes: rssLimit },
+          });
+          child = await hostSandbox.exec(argv);
+        } else {
+          child = await (options.launcher ?? spawnChild)(argv);
+        }
+      } catch (error) {
+        await hostSandbox?.close().catch(() => undefined);
+        throw new SandboxFailureError('cannot start the sandbox process', {
+          cause: error,
+          code: 'E_VM_SPAWN',
+        });
+      }
+      const proc = child;
+      lastSeen = performance.now();
+      void readStdout(proc.stdout).catch(() => kill('protocol', 'cannot read the sandbox process'));
+      void readStderr(proc.stderr).catch(() => undefined);
+      void proc.exit.then((status) => {
+        ended = true;
+        if (watchdog) clearInterval(watchdog);
+        if (killReason) crash(killReason.reason, killReason.message);
+        else if (/heap out of memory|Allocation failed/i.test(stderrTail)) {
+          crash('memory', 'the sandbox process ran out of memory');
+        } else {
+          crash('exited', `the sandbox process exited (${status.signal ?? `code ${status.code}`})`);
+        }
+        void hostSandbox?.close().catch(() => undefined);
+      });
+      watch(proc.pid);
+      send({ t: 'start', config: options.runtime, heartbeatMs: HEARTBEAT_MS });
+    },
+    deliver(message) {
+      send(message);
+    },
+    async dispose() {
+      if (child === undefined) return;
+      killReason ??= { reason: 'disposed', message: 'the sandbox was disposed' };
+      crashed = true;
+      if (!ended) await child.kill('SIGKILL').catch(() => undefined);
+      await child.exit;
+      await hostSandbox?.close().catch(() => undefined);
+    },
+  };
+}
+
+/** Validates one line from the child: it is untrusted after an escape. */
+function validateEvent(line: string): EngineEvent | { t: 'hb'; rss: number } | undefined {
+  let value: Record<string, unknown>;
+  try {
+    value = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  const s = (key: string) => typeof value[key] === 'string';
+  const n = (key: string) => typeof value[key] === 'number';
+  switch (value.t) {
+    case 'hb':
+      return n('rss') ? (value as { t: 'hb'; rss: number }) : undefined;
+    case 'log':
+      return s('level') && s('text')
+        ? { t: 'log', level: value.level as string, text: value.text as string }
+        : undefined;
+    case 'log-limit':
+    case 'ready':
+    case 'idle':
+      return { t: value.t };
+    case 'error':
+      return s('name') && s('message')
+        ? { t: 'error', name: value.name as string, message: value.message as string }
+        : undefined;
+    case 'call':
+      return n('id') && s('name') && s('args')
+        ? { t: 'call', id: value.id as number, name: value.name as string, args: value.args as string }
+        : undefined;
+    case 'out':
+      return n('id') && n('fd') && s('chunk')
+        ? { t: 'out', id: value.id as number, fd: value.fd as number, chunk: value.chunk as string }
+        : undefined;
+    case 'register':
+      return s('kind') && s('meta')
+        ? { t: 'register', kind: value.kind as string, meta: value.meta as string }
+        : undefined;
+    case 'reply':
+      return n('id') && s('payload')
+        ? { t: 'reply', id: value.id as number, payload: value.payload as string }
+        : undefined;
+    case 'exit':
+      return n('code') ? { t: 'exit', code: value.code as number } : undefined;
+    case 'signal-default':
+      return s('name') ? { t: 'signal-default', name: value.name as string } : undefined;
+    case 'crash':
+      return s('reason') && s('message')
+        ? { t: 'crash', reason: value.reason as string, message: value.message as string }
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** The default launcher: a plain child with an empty environment and piped stdio. */
+export async function spawnChild(argv: readonly string[]): Promise<LaunchedProcess> {
+  const [file, ...args] = argv;
+  if (file === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
+  const child = spawn(file, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe'] });
+  await once(child, 'spawn');
+  const stdin = child.stdin;
+  let stdinClosed = false;
+  let stdinError: Error | undefined;
+  stdin.on('error', (error) => {
+    stdinError = error;
+  });
+  const exit = new Promise<ExitStatus>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  let tail: Promise<void> = Promise.resolve();
+  const writeNow = async (chunk: Uint8Array) => {
+    if (stdinClosed || stdinError || stdin.destroyed)
+      throw new ProcessClosedError('stdin is closed', { cause: stdinError });
+    if (!stdin.write(chunk)) await Promise.race([once(stdin, 'drain'), once(stdin, 'close')]);
+  };
+  return {
+    pid: child.pid as number,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    exit,
+    write(chunk) {
+      const result = tail.then(() => writeNow(chunk));
+      tail = result.catch(() => undefined);
+      return result;
+    },
+    async closeStdin() {
+      await tail;
+      if (stdinClosed) return;
+      stdinClosed = true;
+      stdin.end();
+    },
+    async kill(signal: KillSignal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    },
+  };
+}
