@@ -106,7 +106,6 @@ export class FakeProcess implements SandboxProcess {
     );
     if (status.signal) {
       // Killed: what it had not written yet is lost; what it wrote stays readable.
-      this.#abort.abort(status.signal);
       this.#stdout.abortWrites(gone);
       this.#stderr.abortWrites(gone);
     } else {
@@ -114,6 +113,9 @@ export class FakeProcess implements SandboxProcess {
       this.#stdout.end();
       this.#stderr.end();
     }
+    // Either way, tasks the program left behind unwind: their sleeps end (no timer outlives the
+    // process and holds the host's event loop) and their reads and writes fail.
+    this.#abort.abort(status.signal ?? 'exit');
     this.#stdin.abortReads(gone);
     this.#termHandlers.clear();
     this.#resolveExit(status);
@@ -123,9 +125,7 @@ export class FakeProcess implements SandboxProcess {
     const signal = this.#abort.signal;
     const output = (channel: ByteChannel): FakeOutput => ({
       write: (data) => {
-        if (signal.aborted) return Promise.reject(killedError(signal));
-        // A task the program left running after it returned: the process is gone.
-        if (this.#status) return Promise.reject(new ProcessClosedError('the process has exited'));
+        if (signal.aborted) return Promise.reject(endedError(signal));
         return channel.write(typeof data === 'string' ? encoder.encode(data) : data);
       },
     });
@@ -151,16 +151,19 @@ export class FakeProcess implements SandboxProcess {
   }
 }
 
-function killedError(signal: AbortSignal): ProcessClosedError {
-  return new ProcessClosedError(`the process was killed with ${String(signal.reason)}`);
+function endedError(signal: AbortSignal): ProcessClosedError {
+  const reason = String(signal.reason);
+  return new ProcessClosedError(
+    reason === 'exit' ? 'the process has exited' : `the process was killed with ${reason}`,
+  );
 }
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(killedError(signal));
+  if (signal.aborted) return Promise.reject(endedError(signal));
   return new Promise((resolve, reject) => {
     const onAbort = () => {
       if (timer) clearTimeout(timer);
-      reject(killedError(signal));
+      reject(endedError(signal));
     };
     // Infinity waits for the kill only: no timer, so nothing keeps the host's event loop alive.
     const timer = Number.isFinite(ms)

@@ -29,9 +29,10 @@ export interface FakeProgramContext {
   readonly stdout: FakeOutput;
   readonly stderr: FakeOutput;
   /**
-   * Aborted when the process is ended by a signal (SIGKILL, unhandled SIGTERM, sandbox close or
-   * TTL). The reason is the signal name. Pending stdin reads, writes and sleeps then reject, so a
-   * program unwinds; its result is ignored after that.
+   * Aborted when the process ends: with the signal name as reason when it is killed (SIGKILL,
+   * unhandled SIGTERM, sandbox close or TTL), with `'exit'` once the program returned. Pending
+   * stdin reads, writes and sleeps then reject, so a program (and any task it left running)
+   * unwinds; its result is ignored after that.
    */
   readonly signal: AbortSignal;
   /**
@@ -39,7 +40,7 @@ export interface FakeProgramContext {
    * the handlers instead of ending the program. SIGKILL always ends it. Returns an unsubscribe.
    */
   onSignal(signal: FakeSignal, handler: () => void): () => void;
-  /** Waits `ms` milliseconds (`Infinity`: until killed); rejects when the process is killed. */
+  /** Waits `ms` milliseconds (`Infinity`: until the process ends); rejects when the process ends. */
   sleep(ms: number): Promise<void>;
 }
 

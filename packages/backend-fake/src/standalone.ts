@@ -34,6 +34,7 @@ export async function runStandalone(
   }
   const abort = new AbortController();
   const handlers = new Set<() => void>();
+  const timers = new Set<NodeJS.Timeout>();
   const context: FakeProgramContext = {
     argv: Object.freeze([name, ...args]),
     args: Object.freeze([...args]),
@@ -55,8 +56,9 @@ export async function runStandalone(
     sleep: (ms) =>
       new Promise((resolve) => {
         // Infinity: an interval keeps the event loop (and so the process) alive until killed.
-        if (Number.isFinite(ms)) setTimeout(resolve, Math.max(0, ms));
-        else setInterval(() => undefined, 1 << 30);
+        timers.add(
+          Number.isFinite(ms) ? setTimeout(resolve, Math.max(0, ms)) : setInterval(() => undefined, 1 << 30),
+        );
       }),
   };
   try {
@@ -64,6 +66,8 @@ export async function runStandalone(
     return code === undefined ? 0 : code;
   } finally {
     for (const handler of handlers) process.off('SIGTERM', handler);
+    // Sleeps of tasks the program left behind must not keep an embedding process alive.
+    for (const timer of timers) clearTimeout(timer);
   }
 }
 

@@ -173,6 +173,32 @@ describe('exec', () => {
     expect((await collect(proc.stderr)).toString()).toBe('err');
   });
 
+  it('makes tasks a program left running unwind once it returns', async () => {
+    let leftover: unknown;
+    let late: unknown;
+    const box = await sandbox({
+      programs: {
+        leaky: (ctx) => {
+          void ctx.sleep(60_000).then(
+            () => undefined,
+            async (error: unknown) => {
+              leftover = error;
+              late = await ctx.stdout.write('too late').catch((e: unknown) => e);
+            },
+          );
+          return 0;
+        },
+      },
+    });
+    const proc = await box.exec(['leaky']);
+    expect(await proc.exit).toEqual({ code: 0, signal: null });
+    await settle();
+    expect(leftover).toBeInstanceOf(ProcessClosedError);
+    expect(String(leftover)).toContain('exited');
+    expect(late).toBeInstanceOf(ProcessClosedError);
+    expect((await collect(proc.stdout)).length).toBe(0);
+  });
+
   it('copies written chunks, so a writer may reuse its buffer', async () => {
     const box = await sandbox({ programs: {} });
     const proc = await box.exec(['conformance-probe', 'echo']);
