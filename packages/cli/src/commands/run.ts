@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import {
+  createStderrLogger,
+  DEFAULT_MAX_LINE_BYTES,
+  DEFAULT_SHUTDOWN_TIMING,
+  type EnvAllowlist,
+  formatDuration,
+  type Logger,
+  openTraceFile,
+  parseDuration,
+  resolveEnvAllowlist,
+  type SandboxBackend,
+  type SandboxSpec,
+  type ShutdownTiming,
+  type StopSignal,
+  startBridge,
+  type TraceSink,
+} from '@mcpsandbox/core';
+import { type Command, Option } from 'commander';
+import { resolveBackend } from '../backends.js';
+import type { CliOptions } from '../options.js';
+import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';
+import { reportError } from '../report.js';
+
+/** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
+export interface RunFlags {
+  backend: string;
+  env: string[];
+  trace?: string;
+  ttl: string;
+  setup: string[];
+  allowNet: string[];
+  mount: string[];
+  backendOption: string[];
+  template?: string;
+  maxMessageSize?: string;
+  drainTimeout?: string;
+  killGrace?: string;
+  quiet?: boolean;
+}
+
+/** Everything a session needs, validated: nothing here has touched a sandbox yet. */
+export interface RunPlan {
+  readonly backend: SandboxBackend;
+  readonly allow: EnvAllowlist;
+  readonly spec: Omit<SandboxSpec, 'onEvent'>;
+  readonly setup: readonly string[];
+  readonly maxLineBytes?: number;
+  readonly timing: Partial<ShutdownTiming>;
+}
+
+const STOP_SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+export function addRunOptions(command: Command, options: CliOptions): Command {
+  return command
+    .addOption(
+      new Option(
+        '-b, --backend <name|module>',
+        'backend name, or a path or package exporting createBackend()',
+      ).default(options.defaultBackend),
+    )
+    .option(
+      '-e, --env <KEY|KEY=value>',
+      'forward KEY from this environment, or set KEY=value (repeatable)',
+      collect,
+      [],
+    )
+    .option('--ttl <duration>', 'hard lifetime of the sandbox: 90s, 10m, 2h', '30m')
+    .option(
+      '--setup <command>',
+      'shell command run in the sandbox before the server (repeatable)',
+      collect,
+      [],
+    )
+    .option(
+      '--allow-net <host[:port]>',
+      'allow egress to host, host:port or *.suffix (repeatable)',
+      collect,
+      [],
+    )
+    .option(
+      '--mount <host[:inside][:ro|rw]>',
+      'make a host path visible inside, read-only by default (repeatable)',
+      collect,
+      [],
+    )
+    .option('--template <name>', 'sandbox template (e2b)')
+    .option('--backend-option <key=value>', 'a backend-specific setting (repeatable)', collect, [])
+    .option('-q, --quiet', 'print only warnings and errors on stderr');
+}
+
+/** Checks everything the user can get wrong, before any sandbox exists. Throws UsageError. */
+export async function planRun(flags: RunFlags, options: CliOptions, logger: Logger): Promise<RunPlan> {
+  const { io } = options;
+  const ttlMs = parseDuration(flags.ttl, '--ttl');
+  const allow = resolveEnvAllowlist(flags.env, io.env);
+  const mounts = flags.mount.map((m) => parseMount(m, io.cwd));
+  const allowNet = flags.allowNet.map(parseAllowNet);
+  const settings: Record<string, string> = Object.fromEntries(flags.backendOption.map(parseSetting));
+  if (flags.template) settings.template = flags.template;
+  const maxLineBytes = flags.maxMessageSize
+    ? parseSize(flags.maxMessageSize, '--max-message-size')
+    : undefined;
+  const timing = {
+    ...(flags.drainTimeout ? { drainMs: parseDuration(flags.drainTimeout, '--drain-timeout') } : {}),
+    ...(flags.killGrace ? { killGraceMs: parseDuration(flags.killGrace, '--kill-grace') } : {}),
+  };
+  const backend = await resolveBackend(
+    flags.backend,
+    options.backends,
+    { hostEnv: io.env, logger, settings },
+    io.cwd,
+  );
+  return {
+    backend,
+    allow,
+    setup: flags.setup,
+    spec: {
+      sessionId: randomUUID(),
+      env: allow.env,
+      ttlMs,
+      mounts,
+      ...(allowNet.length > 0 ? { network: { allow: allowNet } } : {}),
+    },
+    ...(maxLineBytes ? { maxLineBytes } : {}),
+    timing,
+  };
+}
+
+/** The start-up lines: which backend and isolation, and what of the environment crossed. */
+export function announce(plan: RunPlan, logger: Logger): void {
+  const { backend, allow } = plan;
+  const described = backend.describe?.();
+  logger.info(`backend ${backend.id}, isolation ${backend.isolation}${described ? `: ${described}` : ''}`);
+  if (backend.isolation === 'none') {
+    logger.warn('the server is NOT sandboxed: it runs with your user, files and network');
+  }
+  const secretNote =
+    allow.withheldSecretLike.length > 0 ? `, including ${allow.withheldSecretLike.join(', ')}` : '';
+  logger.info(
+    `env: ${Object.keys(allow.env).length} variable(s) passed in; ${allow.withheld.length} host variable(s) withheld${secretNote}`,
+  );
+}
+
+export function registerRunCommand(
+  program: Command,
+  options: CliOptions,
+  setExitCode: (code: number) => void,
+): void {
+  const backendList = Object.entries(options.backends)
+    .map(([name, entry]) => `  ${name.padEnd(8)} ${entry.summary}`)
+    .join('\n');
+  const run = program
+    .command('run')
+    .description('Start <command> in a sandbox and bridge its stdio to this process (JSON-RPC, verbatim).')
+    .argument('<command...>', 'the MCP server command and its arguments (put it after --)')
+    .passThroughOptions();
+  addRunOptions(run, options)
+    .option('--trace <file>', 'append every message and lifecycle event to <file> as JSONL')
+    .option(
+      '--max-message-size <size>',
+      `largest JSON-RPC message either way (default ${DEFAULT_MAX_LINE_BYTES / 2 ** 20}MiB)`,
+    )
+    .option(
+      '--drain-timeout <duration>',
+      `after the client closes stdin, how long the server may take to answer what it owes (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.drainMs)})`,
+    )
+    .option(
+      '--kill-grace <duration>',
+      `time between SIGTERM and SIGKILL (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.killGraceMs)})`,
+    )
+    .addHelpText(
+      'after',
+      `
+Backends:
+${backendList}
+
+Examples:
+  mcp-sandbox run -- npx -y @modelcontextprotocol/server-everything
+  mcp-sandbox run --env GITHUB_TOKEN --trace session.jsonl -- npx -y @modelcontextprotocol/server-github
+  mcp-sandbox run --backend none --ttl 10m -- node ./my-server.js
+  claude mcp add everything -- npx -y mcp-sandbox run -- npx -y @modelcontextprotocol/server-everything
+
+stdout carries only the protocol; everything else goes to stderr.
+Exit codes: the server's own; 128+N if it died from signal N; 2 usage error;
+124 TTL expired; 125 sandbox failure; 126 cannot execute; 127 command not found.`,
+    )
+    .action(async (command: string[], flags: RunFlags) => {
+      setExitCode(await runAction(command, flags, options));
+    });
+}
+
+async function runAction(command: string[], flags: RunFlags, options: CliOptions): Promise<number> {
+  const { io } = options;
+  const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  let trace: TraceSink | undefined;
+  try {
+    const plan = await planRun(flags, options, logger);
+    if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.allow.secrets });
+    announce(plan, logger);
+    const session = startBridge({
+      backend: plan.backend,
+      command,
+      setup: plan.setup,
+      spec: plan.spec,
+      secrets: plan.allow.secrets,
+      input: io.stdin,
+      output: io.stdout,
+      errorOutput: io.stderr,
+      logger,
+      ...(trace ? { trace } : {}),
+      ...(plan.maxLineBytes ? { maxLineBytes: plan.maxLineBytes } : {}),
+      timing: plan.timing,
+    });
+    const handlers = STOP_SIGNALS.map((signal) => {
+      const listener = () => session.stop(signal);
+      io.signals?.on(signal, listener);
+      return () => io.signals?.off(signal, listener);
+    });
+    const result = await session.done;
+    for (const off of handlers) off();
+    logger.debug(`session ended: ${result.reason}, exit code ${result.exitCode}`);
+    return result.exitCode;
+  } catch (error) {
+    return reportError(error, logger);
+  } finally {
+    trace?.close();
+  }
+}

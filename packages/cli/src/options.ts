@@ -1,0 +1,27 @@
+import type { Readable, Writable } from 'node:stream';
+import type { StopSignal } from '@mcpsandbox/core';
+import type { BackendRegistry } from './backends.js';
+
+export interface SignalSource {
+  on(signal: StopSignal, listener: () => void): unknown;
+  off(signal: StopSignal, listener: () => void): unknown;
+}
+
+/** Everything the program touches of the outside world, injected so that tests can drive it. */
+export interface CliIo {
+  readonly stdin: Readable;
+  /** Protocol only. */
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly cwd: string;
+  readonly signals?: SignalSource;
+}
+
+export interface CliOptions {
+  readonly backends: BackendRegistry;
+  /** The backend used when `--backend` is not given. */
+  readonly defaultBackend: string;
+  readonly version: string;
+  readonly io: CliIo;
+}
