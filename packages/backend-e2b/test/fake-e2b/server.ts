@@ -103,7 +103,6 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
     if (req.method === 'POST' && url.pathname === '/v2/sandboxes') {
       const failure = createFailures.shift();
       if (failure) {
-        if (failure.status === 429) res.setHeader('Retry-After', '0');
         return sendJson(res, failure.status, { code: failure.status, message: failure.message });
       }
       const create = JSON.parse(body.toString() || '{}') as FakeCreateRequest;
