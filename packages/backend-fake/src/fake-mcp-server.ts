@@ -167,6 +167,9 @@ const CANCELLED = Symbol('cancelled');
 
 type ToolResult = { content: { type: 'text'; text: string }[]; isError?: true };
 
+/** Output lines queued before the server stops reading stdin. */
+const MAX_QUEUED_LINES = 64;
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -189,6 +192,8 @@ class FakeMcpSession {
   #out: Promise<void> = Promise.resolve();
   #answered = 0;
   #noiseCount = 0;
+  /** Output lines queued and not yet accepted by stdout. */
+  #queued = 0;
   readonly #inflight = new Set<Promise<void>>();
   /** In-flight cancellable requests by normalized id. */
   readonly #cancellable = new Map<string, AbortController>();
@@ -205,7 +210,8 @@ class FakeMcpSession {
   }
 
   async run(): Promise<number> {
-    const { ctx, flags } = { ctx: this.#ctx, flags: this.#flags };
+    const ctx = this.#ctx;
+    const flags = this.#flags;
     if (flags.ignoreSigterm) {
       ctx.onSignal('SIGTERM', () => {
         ctx.stderr.write(`${FAKE_MCP_SERVER_NAME}: ignoring SIGTERM\n`).catch(() => undefined);
@@ -242,6 +248,9 @@ class FakeMcpSession {
         newline = chunk.indexOf(10, start);
       }
       if (start < chunk.length) parts.push(chunk.subarray(start));
+      // Bounded memory: while the client does not read our answers, stop reading its requests,
+      // so backpressure reaches the client's writes as it would through a real server.
+      if (this.#queued > MAX_QUEUED_LINES) await this.#out;
     }
     this.#line(parts);
   }
@@ -404,7 +413,10 @@ class FakeMcpSession {
       if (!this.#flags.dribble) return this.#ctx.stdout.write(bytes);
       for (let i = 0; i < bytes.length; i++) await this.#ctx.stdout.write(bytes.subarray(i, i + 1));
     };
-    const result = this.#out.then(write);
+    this.#queued++;
+    const result = this.#out.then(write).finally(() => {
+      this.#queued--;
+    });
     this.#out = result.catch(() => undefined);
     return result;
   }

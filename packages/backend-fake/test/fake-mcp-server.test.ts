@@ -179,6 +179,25 @@ describe('fake-mcp-server', () => {
     expect(await proc.exit).toEqual({ code: 0, signal: null });
   });
 
+  it('stops reading requests while its answers are not read (bounded memory)', async () => {
+    const { proc, out } = await server([], { backend: { highWaterMark: 1024 } });
+    const total = 2000;
+    let accepted = 0;
+    const writes = Array.from({ length: total }, (_, id) =>
+      send(proc, request(id, 'ping')).then(() => {
+        accepted++;
+      }),
+    );
+    await settle(50);
+    // Answers fill stdout, the server stops reading, stdin fills: the client's writes wait.
+    expect(accepted).toBeGreaterThan(0);
+    expect(accepted).toBeLessThan(total / 2);
+    const ids: unknown[] = [];
+    for (let i = 0; i < total; i++) ids.push((await out.json()).id);
+    await Promise.all(writes);
+    expect(ids).toEqual(Array.from({ length: total }, (_, id) => id));
+  });
+
   it('returns a huge text from the big tool as one line', async () => {
     const { proc, out } = await server();
     const bytes = 20 * 1024 * 1024;
