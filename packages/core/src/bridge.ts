@@ -18,8 +18,10 @@ import {
   headHasMethod,
   idTextFromHead,
   inspectMessage,
+  type MessageInfo,
 } from './jsonrpc.js';
 import type { Logger } from './logger.js';
+import type { ToolDescription, ToolPolicy } from './policy.js';
 import type { TraceSink } from './trace.js';
 
 export interface ShutdownTiming {
@@ -56,6 +58,8 @@ export interface BridgeOptions {
   readonly trace?: TraceSink;
   readonly maxLineBytes?: number;
   readonly timing?: Partial<ShutdownTiming>;
+  /** Tool filtering and pinning: the only case where the bridge rewrites a message. */
+  readonly policy?: ToolPolicy;
 }
 
 export type EndReason = 'server-exit' | 'client-eof' | 'client-gone' | 'ttl' | 'signal' | 'sandbox-failure';
@@ -98,6 +102,9 @@ class Bridge {
   readonly #result: Deferred<BridgeResult> = deferred();
   /** Requests sent by the client and not yet answered: id key → id text. */
   readonly #inflight = new Map<string, string>();
+  /** Ids of `tools/list` requests whose responses the policy filters. */
+  readonly #toolLists = new Set<string>();
+  readonly #policy: ToolPolicy | undefined;
   #inflightDrained: Deferred<void> | undefined;
   #sandbox: Sandbox | undefined;
   #proc: SandboxProcess | undefined;
@@ -115,6 +122,7 @@ class Bridge {
     this.#timing = { ...DEFAULT_SHUTDOWN_TIMING, ...options.timing };
     this.#redact = createRedactor(options.secrets ?? []);
     this.#trace = options.trace;
+    this.#policy = options.policy?.active ? options.policy : undefined;
     this.done = this.#result.promise;
 
     const { backend, spec } = options;
@@ -255,6 +263,8 @@ class Bridge {
     const text = content.toString();
     const info = inspectMessage(text);
     if (info.kind === 'request') this.#inflight.set(info.idKey as string, info.idText as string);
+    // A refused call is recorded as a policy decision: it never crosses to the server.
+    if (this.#policy && info.kind === 'request' && !this.#admit(info)) return;
     this.#trace?.message('client->server', text, line.length, info.kind !== 'invalid');
     const proc = this.#proc ?? (await this.#ready.promise);
     if (proc && !this.#serverStatus) {
@@ -326,9 +336,67 @@ class Bridge {
       this.#write(this.#o.errorOutput, `[server stdout, not JSON-RPC] ${shown}\n`);
       return;
     }
-    if (info.kind === 'response') this.#settle(info.idKey as string);
-    this.#trace?.message('server->client', text, line.length, true);
-    await this.#writeClient(line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]));
+    let forward = line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]);
+    if (info.kind === 'response') {
+      this.#settle(info.idKey as string);
+      if (this.#toolLists.delete(info.idKey as string)) forward = this.#filterTools(info, forward);
+    }
+    this.#trace?.message(
+      'server->client',
+      forward === line ? text : lineContent(forward).toString(),
+      forward.length,
+      true,
+    );
+    await this.#writeClient(forward);
+  }
+
+  // ── tool policy ──────────────────────────────────────────────────────────────────────────
+
+  /** Refuses a `tools/call` the policy forbids, without the server ever seeing it. */
+  #admit(info: MessageInfo): boolean {
+    const policy = this.#policy as ToolPolicy;
+    if (info.method === 'tools/list') {
+      this.#toolLists.add(info.idKey as string);
+      return true;
+    }
+    if (info.method !== 'tools/call') return true;
+    const params = (info.value as { params?: { name?: unknown } }).params;
+    const tool = typeof params?.name === 'string' ? params.name : '';
+    const verdict = policy.verdict(tool);
+    if (verdict.allowed) return true;
+    this.#o.logger.warn(`refused a call to tool ${JSON.stringify(tool)} (${verdict.rule})`);
+    this.#trace?.event('policy', { action: 'refused', tool, rule: verdict.rule, id: info.idText });
+    this.#answer(
+      info.idKey as string,
+      info.idText as string,
+      BridgeErrorCode.policyDenied,
+      `mcp-sandbox: tool ${JSON.stringify(tool)} is not allowed by this session's policy (${verdict.rule})`,
+    );
+    return false;
+  }
+
+  /** Filters a `tools/list` result: this one response is re-serialized, every other byte stays verbatim. */
+  #filterTools(info: MessageInfo, line: Buffer): Buffer {
+    const policy = this.#policy as ToolPolicy;
+    const result = (info.value as { result?: { tools?: unknown } }).result;
+    if (!result || !Array.isArray(result.tools)) return line;
+    const tools = (result.tools as unknown[]).filter(
+      (t): t is ToolDescription =>
+        typeof t === 'object' && t !== null && typeof (t as ToolDescription).name === 'string',
+    );
+    for (const { tool, change } of policy.review(tools)) {
+      this.#o.logger.warn(`tool ${JSON.stringify(tool)} was ${change} since the tools were pinned`);
+      this.#trace?.event('pin-drift', { tool, change });
+    }
+    const kept = tools.filter((tool) => {
+      const verdict = policy.verdict(tool.name);
+      if (!verdict.allowed)
+        this.#trace?.event('policy', { action: 'hidden', tool: tool.name, rule: verdict.rule });
+      return verdict.allowed;
+    });
+    if (kept.length === result.tools.length) return line;
+    const body = JSON.stringify({ ...result, tools: kept });
+    return Buffer.from(`{"jsonrpc":"2.0","id":${info.idText},"result":${body}}\n`);
   }
 
   #dropOversizeResponse(head: Buffer, size: number): void {

@@ -75,6 +75,17 @@ export {
   silentLogger,
 } from './logger.js';
 export {
+  digestTool,
+  filePinStore,
+  globToRegExp,
+  type PinChange,
+  type PinStore,
+  type ToolDescription,
+  ToolPolicy,
+  type ToolPolicyOptions,
+  type ToolVerdict,
+} from './policy.js';
+export {
   type Direction,
   JsonlTrace,
   openTraceFile,

@@ -146,6 +146,8 @@ export const BridgeErrorCode = {
   messageTooLarge: -32001,
   /** The session's TTL elapsed before the server answered. */
   ttlExpired: -32002,
+  /** The tool is hidden or refused by the session's policy (`--allow-tool`, `--deny-tool`, pins). */
+  policyDenied: -32003,
 } as const;
 
 /** A JSON-RPC error response, as one line, for the request whose id text is given. */

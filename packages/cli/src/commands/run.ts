@@ -5,7 +5,11 @@ import {
   DEFAULT_MAX_LINE_BYTES,
   DEFAULT_SHUTDOWN_TIMING,
   type EnvAllowlist,
+  filePinStore,
   formatDuration,
+  ISOLATION_LEVELS,
+  type IsolationLevel,
+  isolationRank,
   type Logger,
   openTraceFile,
   parseDuration,
@@ -15,7 +19,9 @@ import {
   type ShutdownTiming,
   type StopSignal,
   startBridge,
+  ToolPolicy,
   type TraceSink,
+  UsageError,
 } from '@mcpsandbox/core';
 import { type Command, Option } from 'commander';
 import { resolveBackend } from '../backends.js';
@@ -37,6 +43,11 @@ export interface RunFlags {
   maxMessageSize?: string;
   drainTimeout?: string;
   killGrace?: string;
+  allowTool: string[];
+  denyTool: string[];
+  pinTools?: string;
+  pinToolsStrict?: boolean;
+  requireIsolation?: string;
   quiet?: boolean;
 }
 
@@ -48,6 +59,7 @@ export interface RunPlan {
   readonly setup: readonly string[];
   readonly maxLineBytes?: number;
   readonly timing: Partial<ShutdownTiming>;
+  readonly policy?: ToolPolicy;
 }
 
 const STOP_SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
@@ -88,6 +100,18 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
     )
     .option('--template <name>', 'sandbox template (e2b)')
     .option('--backend-option <key=value>', 'a backend-specific setting (repeatable)', collect, [])
+    .option('--allow-tool <glob>', 'show and allow only tools matching <glob> (repeatable)', collect, [])
+    .option('--deny-tool <glob>', 'hide and refuse tools matching <glob> (repeatable)', collect, [])
+    .option('--pin-tools <file>', 'record the tool surface on first run; warn when it changes later')
+    .option(
+      '--pin-tools-strict',
+      'with --pin-tools: hide and refuse tools that changed since they were pinned',
+    )
+    .addOption(
+      new Option('--require-isolation <level>', 'refuse to start on a weaker backend').choices([
+        ...ISOLATION_LEVELS,
+      ]),
+    )
     .option('-q, --quiet', 'print only warnings and errors on stderr');
 }
 
@@ -107,12 +131,28 @@ export async function planRun(flags: RunFlags, options: CliOptions, logger: Logg
     ...(flags.drainTimeout ? { drainMs: parseDuration(flags.drainTimeout, '--drain-timeout') } : {}),
     ...(flags.killGrace ? { killGraceMs: parseDuration(flags.killGrace, '--kill-grace') } : {}),
   };
+  if (flags.pinToolsStrict && !flags.pinTools)
+    throw new UsageError('--pin-tools-strict needs --pin-tools <file>');
+  const policy = new ToolPolicy({
+    allow: flags.allowTool,
+    deny: flags.denyTool,
+    ...(flags.pinTools
+      ? { pins: filePinStore(resolve(io.cwd, flags.pinTools)), strict: flags.pinToolsStrict ?? false }
+      : {}),
+  });
   const backend = await resolveBackend(
     flags.backend,
     options.backends,
     { hostEnv: io.env, logger, settings },
     io.cwd,
   );
+  const required = flags.requireIsolation as IsolationLevel | undefined;
+  if (required && isolationRank(backend.isolation) < isolationRank(required)) {
+    throw new UsageError(
+      `--require-isolation ${required}: backend ${backend.id} gives isolation ${backend.isolation}, which is weaker; ` +
+        `choose one with ${required} isolation or stronger (${strongerThan(required)})`,
+    );
+  }
   return {
     backend,
     allow,
@@ -126,7 +166,16 @@ export async function planRun(flags: RunFlags, options: CliOptions, logger: Logg
     },
     ...(maxLineBytes ? { maxLineBytes } : {}),
     timing,
+    ...(policy.active ? { policy } : {}),
   };
+}
+
+function strongerThan(level: IsolationLevel): string {
+  const names: Record<IsolationLevel, string> = { microvm: 'e2b', os: 'local', language: 'vm', none: 'none' };
+  return ISOLATION_LEVELS.filter((l) => isolationRank(l) >= isolationRank(level))
+    .map((l) => names[l])
+    .reverse()
+    .join(', ');
 }
 
 /** The start-up lines: which backend and isolation, and what of the environment crossed. */
@@ -213,6 +262,7 @@ async function runAction(command: string[], flags: RunFlags, options: CliOptions
       ...(trace ? { trace } : {}),
       ...(plan.maxLineBytes ? { maxLineBytes: plan.maxLineBytes } : {}),
       timing: plan.timing,
+      ...(plan.policy ? { policy: plan.policy } : {}),
     });
     const handlers = STOP_SIGNALS.map((signal) => {
       const listener = () => session.stop(signal);
