@@ -39,6 +39,8 @@ export class E2BSandbox implements Sandbox {
   readonly #ttl: NodeJS.Timeout;
   #closing: Promise<void> | undefined;
   #networkWidened = false;
+  /** A restore of the spec's egress still under way: nothing may start before it lands. */
+  #restoring: Promise<void> | undefined;
 
   constructor(sdk: SdkSandbox, spec: SandboxSpec, settings: SandboxSettings) {
     this.id = sdk.sandboxId;
@@ -56,6 +58,8 @@ export class E2BSandbox implements Sandbox {
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SandboxProcess> {
     this.#assertOpen();
+    await this.#restoring;
+    this.#assertOpen();
     const widened = options.network ? await this.#widenNetwork(options.network) : false;
     let proc: E2BProcess;
     try {
@@ -71,9 +75,15 @@ export class E2BSandbox implements Sandbox {
       throw error;
     }
     this.#live.add(proc);
-    void proc.exit.then(async () => {
+    void proc.exit.then(() => {
       this.#live.delete(proc);
-      if (widened) await this.#restoreNetwork().catch(() => undefined);
+      if (widened) {
+        this.#restoring = this.#restoreNetwork()
+          .catch(() => undefined)
+          .finally(() => {
+            this.#restoring = undefined;
+          });
+      }
     });
     return proc;
   }

@@ -5,7 +5,8 @@
  * MCP server can run behind it. It is not a sandbox: everything runs as the test user.
  *
  * Sandbox paths map into a temporary root per sandbox (`/home/user` is `<root>/home/user`, and HOME
- * points there), so relative paths and `$HOME` work as in a VM; absolute paths in commands do not.
+ * points there). Relative paths and `$HOME` work as in a VM; in command arguments only the text
+ * `/home/user` is rewritten to that root, other absolute paths are the host's.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -290,7 +291,11 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
       ...(box.create.envVars ?? {}),
       ...(config.envs ?? {}),
     };
-    const child = spawn(config.cmd, config.args ?? [], {
+    // Only where `/home/user` starts a path, so a path already under the root is left alone.
+    const args = (config.args ?? []).map((arg) =>
+      arg.replace(/(^|[\s'"=:])\/home\/user(?=\/|$|[\s'"])/g, (_, lead: string) => `${lead}${box.home}`),
+    );
+    const child = spawn(config.cmd, args, {
       cwd: config.cwd ? mapPath(box, config.cwd) : box.home,
       env,
       stdio: [message.stdin === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
