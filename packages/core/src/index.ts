@@ -93,3 +93,12 @@ export {
   type TraceFileOptions,
   type TraceSink,
 } from './trace.js';
+export {
+  readTrace,
+  type SessionSummary,
+  summarizeTrace,
+  type ToolStats,
+  type TraceReadResult,
+  type TraceRecord,
+  type TraceSummary,
+} from './trace-summary.js';

@@ -1,0 +1,206 @@
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import {
+  createStderrLogger,
+  ExitCode,
+  readTrace,
+  type SessionSummary,
+  summarizeTrace,
+  type TraceRecord,
+  type TraceSummary,
+  UsageError,
+} from '@mcpsandbox/core';
+import type { Command } from 'commander';
+import type { CliOptions } from '../options.js';
+import { reportError } from '../report.js';
+
+interface TraceFlags {
+  json?: boolean;
+  follow?: boolean;
+}
+
+export function registerTraceCommand(
+  program: Command,
+  options: CliOptions,
+  setExitCode: (code: number) => void,
+): void {
+  program
+    .command('trace')
+    .description('Summarize a trace written by `run --trace`, or follow one as it is written.')
+    .argument('<file>', 'a JSONL trace file')
+    .option('--json', 'print the summary as JSON')
+    .option('-f, --follow', 'print each message as it is appended, until interrupted')
+    .action(async (file: string, flags: TraceFlags) => {
+      setExitCode(await traceAction(resolve(options.io.cwd, file), flags, options));
+    });
+}
+
+async function traceAction(path: string, flags: TraceFlags, options: CliOptions): Promise<number> {
+  const { io } = options;
+  const logger = createStderrLogger({ stream: io.stderr });
+  try {
+    if (flags.follow) return await follow(path, options);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      throw new UsageError(`cannot read trace ${path}: ${(error as Error).message}`, { cause: error });
+    }
+    const summary = summarizeTrace(text);
+    if (summary.sessions.length === 0 && summary.malformed > 0) {
+      throw new UsageError(`${path} is not an mcp-sandbox trace (no record could be read)`);
+    }
+    io.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : formatSummary(summary));
+    return ExitCode.ok;
+  } catch (error) {
+    return reportError(error, logger);
+  }
+}
+
+export function formatSummary(summary: TraceSummary): string {
+  const out: string[] = [];
+  for (const [index, s] of summary.sessions.entries()) {
+    if (index > 0) out.push('');
+    out.push(...formatSession(s));
+  }
+  if (summary.sessions.length === 0) out.push('no sessions in this trace');
+  if (summary.newerVersion > 0) {
+    out.push(
+      `note: skipped ${summary.newerVersion} record(s) of a newer trace version; upgrade mcp-sandbox to read them`,
+    );
+  }
+  if (summary.malformed > 0) out.push(`note: skipped ${summary.malformed} damaged line(s)`);
+  if (summary.truncatedLast)
+    out.push('note: the last line is cut short (the trace is still being written, or the writer died)');
+  return `${out.join('\n')}\n`;
+}
+
+function formatSession(s: SessionSummary): string[] {
+  const ended = s.end
+    ? `ended: ${s.end.reason}, exit ${s.end.exitCode ?? '?'}${s.end.serverSignal ? ` (server ${s.end.serverSignal})` : ''}`
+    : 'no session-end record (still running, or killed)';
+  const lines = [
+    `session ${s.sessionId ?? '?'} · backend ${s.backend ?? '?'} (${s.isolation ?? '?'}) · ${seconds(s.durationMs)} · ${ended}`,
+    `command: ${s.command.join(' ')}`,
+    `messages: ${s.messages.clientToServer} to server (${bytes(s.bytes.clientToServer)}), ${s.messages.serverToClient} to client (${bytes(s.bytes.serverToClient)})`,
+  ];
+  const methods = Object.entries(s.methods).sort((a, b) => b[1] - a[1]);
+  if (methods.length > 0) lines.push(`methods: ${methods.map(([m, n]) => `${m} ${n}`).join(', ')}`);
+  const tools = Object.entries(s.tools);
+  if (tools.length > 0) {
+    const width = Math.max(4, ...tools.map(([name]) => name.length));
+    lines.push('tools:');
+    lines.push(`  ${'name'.padEnd(width)}  calls  errors   p50 ms   p95 ms   max ms`);
+    for (const [name, t] of tools.sort((a, b) => b[1].calls - a[1].calls)) {
+      lines.push(
+        `  ${name.padEnd(width)}  ${String(t.calls).padStart(5)}  ${String(t.errors).padStart(6)}  ${ms(t.p50Ms)}  ${ms(t.p95Ms)}  ${ms(t.maxMs)}`,
+      );
+    }
+  }
+  lines.push(
+    `errors: ${s.errors} (${s.synthesizedErrors} answered by mcp-sandbox); requests left unanswered: ${s.unanswered}`,
+  );
+  lines.push(
+    `stdout diverted: ${s.diverted} line(s); stderr: ${s.stderr.lines} line(s), ${bytes(s.stderr.bytes)}`,
+  );
+  for (const p of s.policy) lines.push(`policy: ${p.action} ${p.tool} (${p.rule})`);
+  for (const d of s.pinDrift) lines.push(`pin: ${d.tool} ${d.change} since pinned`);
+  return lines;
+}
+
+/** Prints one line per message as the trace grows; stops on SIGINT/SIGTERM. */
+async function follow(path: string, options: CliOptions): Promise<number> {
+  const { io } = options;
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (error) {
+    throw new UsageError(`cannot read trace ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  const pending = new Map<string, number>();
+  let offset = 0;
+  let partial = '';
+  const buffer = Buffer.alloc(1 << 16);
+  const poll = () => {
+    const size = statSync(path).size;
+    if (size < offset) offset = 0; // truncated and rewritten
+    while (offset < size) {
+      const n = readSync(fd, buffer, 0, buffer.length, offset);
+      if (n === 0) break;
+      offset += n;
+      partial += buffer.subarray(0, n).toString();
+    }
+    const cut = partial.lastIndexOf('\n');
+    if (cut === -1) return;
+    const { records, newerVersion } = readTrace(partial.slice(0, cut + 1));
+    partial = partial.slice(cut + 1);
+    for (const record of records) {
+      const line = liveLine(record, pending);
+      if (line) io.stdout.write(`${line}\n`);
+    }
+    if (newerVersion > 0)
+      io.stderr.write(`mcp-sandbox: skipped ${newerVersion} record(s) of a newer trace version\n`);
+  };
+  await new Promise<void>((done) => {
+    const timer = setInterval(poll, 100);
+    poll();
+    const stop = () => {
+      clearInterval(timer);
+      poll();
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) io.signals?.off(signal, stop);
+      done();
+    };
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) io.signals?.on(signal, stop);
+  });
+  closeSync(fd);
+  return ExitCode.ok;
+}
+
+/** `12:00:01.123 → tools/call #5 (123 B)`, `← result #5 (456 B) 12.3 ms`, lifecycle events in brackets. */
+export function liveLine(record: TraceRecord, pending: Map<string, number>): string | undefined {
+  const time = record.ts.slice(11, 23);
+  const t = typeof record.t === 'number' ? record.t : Date.parse(record.ts);
+  if (record.type !== 'message') {
+    if (['stderr', 'sandbox-created', 'process-start'].includes(record.type)) return undefined;
+    const detail =
+      record.type === 'session-end'
+        ? ` ${String(record.reason)}, exit ${String(record.exitCode)}`
+        : record.type === 'policy'
+          ? ` ${String(record.action)} ${String(record.tool)}`
+          : '';
+    return `${time}   [${record.type}${detail}]`;
+  }
+  const toServer = record.dir === 'client->server';
+  const arrow = toServer ? '→' : '←';
+  const size = bytes(typeof record.bytes === 'number' ? record.bytes : 0);
+  const message = record.message as Record<string, unknown> | undefined;
+  if (!message || typeof message !== 'object') return `${time} ${arrow} (not JSON) (${size})`;
+  const id = message.id === undefined ? undefined : JSON.stringify(message.id);
+  if (typeof message.method === 'string') {
+    const params = message.params as { name?: unknown } | undefined;
+    const tool = message.method === 'tools/call' && typeof params?.name === 'string' ? ` ${params.name}` : '';
+    if (id !== undefined) pending.set(`${record.dir}:${id}`, t);
+    return `${time} ${arrow} ${message.method}${tool}${id !== undefined ? ` #${id}` : ''} (${size})`;
+  }
+  const key = `${toServer ? 'server->client' : 'client->server'}:${id}`;
+  const started = pending.get(key);
+  pending.delete(key);
+  const latency = started === undefined ? '' : ` ${(t - started).toFixed(1)} ms`;
+  const kind =
+    message.error !== undefined ? `error ${String((message.error as { code?: unknown }).code)}` : 'result';
+  return `${time} ${arrow} ${kind} #${id} (${size})${latency}`;
+}
+
+function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function ms(value: number | null): string {
+  return (value === null ? '-' : value.toFixed(1)).padStart(7);
+}
+
+function seconds(value: number | null): string {
+  return value === null ? '?' : `${(value / 1000).toFixed(2)} s`;
+}
