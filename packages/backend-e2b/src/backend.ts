@@ -1,4 +1,5 @@
 import {
+  AbortedError,
   type BackendFactoryOptions,
   type CreateOptions,
   type Logger,
@@ -149,7 +150,7 @@ async function createSandbox(
   for (const link of plan.skippedLinks) {
     options.logger.warn(`mount: skipped ${link} (symlinks and special files are not copied)`);
   }
-  createOptions.signal?.throwIfAborted();
+  if (createOptions.signal?.aborted) throw new AbortedError('sandbox creation was aborted');
 
   let sdk: SdkSandbox;
   try {
@@ -171,6 +172,8 @@ async function createSandbox(
       ...(createOptions.signal ? { signal: createOptions.signal } : {}),
     });
   } catch (error) {
+    if (createOptions.signal?.aborted)
+      throw new AbortedError('sandbox creation was aborted', { cause: error });
     throw wrapE2BError(error, `create a sandbox from template '${options.template}'`);
   }
   const sandbox = new E2BSandbox(sdk, spec, {
@@ -185,7 +188,7 @@ async function createSandbox(
       await sandbox.upload(plan);
       spec.onEvent?.({ type: 'mounts-copied', files: plan.files.length, bytes: plan.totalBytes });
     }
-    createOptions.signal?.throwIfAborted();
+    if (createOptions.signal?.aborted) throw new AbortedError('sandbox creation was aborted');
   } catch (error) {
     await sandbox.close();
     throw error;

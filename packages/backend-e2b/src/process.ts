@@ -89,6 +89,8 @@ export class E2BProcess implements SandboxProcess {
   readonly #options: StartOptions;
   #resolveExit!: (status: E2BExitStatus) => void;
   #settled = false;
+  /** The sandbox is being closed on purpose: a broken stream is expected, not a fault. */
+  #ending = false;
   #stdinClosing = false;
   #pending: { chunk: Uint8Array; resolve: () => void; reject: (error: unknown) => void }[] = [];
   #flushing: Promise<void> | undefined;
@@ -177,8 +179,14 @@ export class E2BProcess implements SandboxProcess {
     }
   }
 
+  /** Called before the sandbox is killed on purpose, so the broken stream is not reported as a fault. */
+  expectEnd(): void {
+    this.#ending = true;
+  }
+
   /** The sandbox is going away: settle now, keep what was buffered, stop reading. */
   abandon(status: E2BExitStatus): void {
+    this.#ending = true;
     this.#settle(status);
     this.#controller.abort();
   }
@@ -234,8 +242,16 @@ export class E2BProcess implements SandboxProcess {
 
   /** The stream ended without an exit status: the VM is gone, or the connection dropped. */
   async #lost(failure: unknown): Promise<void> {
+    if (this.#ending) {
+      this.#settle({ code: null, signal: 'SIGKILL' });
+      return;
+    }
     const running = await this.#sandbox.isRunning({ requestTimeoutMs: 5000 }).catch(() => undefined);
     if (this.#settled) return;
+    if (this.#ending) {
+      this.#settle({ code: null, signal: 'SIGKILL' });
+      return;
+    }
     let error: SandboxError;
     if (running === false) {
       error = new SandboxFailureError('the E2B sandbox ended (TTL reached or killed) while the server ran', {

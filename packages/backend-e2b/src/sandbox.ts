@@ -154,6 +154,7 @@ export class E2BSandbox implements Sandbox {
 
   async #shutdown(): Promise<void> {
     clearTimeout(this.#ttl);
+    for (const proc of this.#live) proc.expectEnd();
     try {
       await this.#sdk.kill({ requestTimeoutMs: this.#settings.requestTimeoutMs });
     } catch (error) {

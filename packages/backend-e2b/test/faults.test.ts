@@ -225,6 +225,39 @@ describe('faults while the server runs', () => {
     expect(fake.requests).not.toContain(`DELETE /sandboxes/${id}`);
   });
 
+  it('close() while a server runs ends it as SIGKILL without reporting a fault', async () => {
+    const events: SandboxEvent[] = [];
+    const warnings: string[] = [];
+    const logger = {
+      debug() {},
+      info() {},
+      warn: (m: string) => warnings.push(m),
+      error: (m: string) => warnings.push(m),
+    };
+    const box = await fakeBackend(fake, { logger }).create(
+      spec({ onEvent: (e: SandboxEvent) => events.push(e) }),
+    );
+    const proc = (await box.exec(nodeProbe(['hang']))) as E2BProcess;
+    await ready(proc);
+    await box.close();
+    expect(await proc.exit).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(fake.sandboxes.get(box.id)?.alive).toBe(false);
+    expect(events.filter((e) => e.type === 'e2b-process-lost')).toEqual([]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('an aborted create is AbortedError and leaves no VM running', async () => {
+    const controller = new AbortController();
+    const pending = fakeBackend(fake).create(spec(), { signal: controller.signal });
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ code: 'E_ABORTED' });
+    for (const vm of fake.sandboxes.values()) {
+      if (vm.create.metadata?.sessionId === 'faults' && vm.alive) {
+        expect(open.some((box) => box.id === vm.id)).toBe(true);
+      }
+    }
+  });
+
   it('a server command that does not exist exits 127', async () => {
     const box = await sandbox();
     const proc = await box.exec(['no-such-mcp-server-binary']);
