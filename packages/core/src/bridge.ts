@@ -230,6 +230,28 @@ class Bridge {
   // ── client → server ──────────────────────────────────────────────────────────────────────
 
   async #pumpClient(): Promise<void> {
+    try {
+      await this.#pumpLines(
+        this.#o.input,
+        (line) => this.#toServer(line),
+        (head, size) => this.#rejectOversizeRequest(head, size),
+      );
+    } catch (error) {
+      this.#o.logger.debug(`client input failed: ${(error as Error).message}`);
+    }
+    this.#trace?.event('client-eof');
+    this.#end('client-eof');
+  }
+
+  /**
+   * Frames a byte stream into lines and hands them on one at a time, awaiting each: a slow
+   * consumer stops the reading, which is the backpressure both directions rely on.
+   */
+  async #pumpLines(
+    source: AsyncIterable<Uint8Array>,
+    onLine: (line: Buffer) => Promise<void>,
+    onOversize: (head: Buffer, size: number) => void,
+  ): Promise<void> {
     const framer = new LineFramer({ maxLineBytes: this.#o.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES });
     const batch: Array<Buffer | { head: Buffer; size: number }> = [];
     const handler: FrameHandler = {
@@ -238,23 +260,17 @@ class Bridge {
     };
     const drain = async () => {
       for (const item of batch) {
-        if (Buffer.isBuffer(item)) await this.#toServer(item);
-        else this.#rejectOversizeRequest(item.head, item.size);
+        if (Buffer.isBuffer(item)) await onLine(item);
+        else onOversize(item.head, item.size);
       }
       batch.length = 0;
     };
-    try {
-      for await (const chunk of this.#o.input) {
-        framer.push(chunk as Buffer, handler);
-        if (batch.length > 0) await drain();
-      }
-      framer.end(handler);
-      await drain();
-    } catch (error) {
-      this.#o.logger.debug(`client input failed: ${(error as Error).message}`);
+    for await (const chunk of source) {
+      framer.push(chunk, handler);
+      if (batch.length > 0) await drain();
     }
-    this.#trace?.event('client-eof');
-    this.#end('client-eof');
+    framer.end(handler);
+    await drain();
   }
 
   async #toServer(line: Buffer): Promise<void> {
@@ -299,26 +315,12 @@ class Bridge {
   // ── server → client ──────────────────────────────────────────────────────────────────────
 
   async #pumpServerStdout(proc: SandboxProcess): Promise<void> {
-    const framer = new LineFramer({ maxLineBytes: this.#o.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES });
-    const batch: Array<Buffer | { head: Buffer; size: number }> = [];
-    const handler: FrameHandler = {
-      line: (line) => batch.push(line),
-      oversize: (head, size) => batch.push({ head, size }),
-    };
-    const drain = async () => {
-      for (const item of batch) {
-        if (Buffer.isBuffer(item)) await this.#toClient(item);
-        else this.#dropOversizeResponse(item.head, item.size);
-      }
-      batch.length = 0;
-    };
     try {
-      for await (const chunk of proc.stdout) {
-        framer.push(chunk, handler);
-        if (batch.length > 0) await drain();
-      }
-      framer.end(handler);
-      await drain();
+      await this.#pumpLines(
+        proc.stdout,
+        (line) => this.#toClient(line),
+        (head, size) => this.#dropOversizeResponse(head, size),
+      );
     } catch (error) {
       this.#o.logger.debug(`server stdout failed: ${(error as Error).message}`);
     }
