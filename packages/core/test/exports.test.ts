@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import * as conformance from '../src/conformance/index.js';
+import * as core from '../src/index.js';
+
+// The public surface is curated: adding or removing a runtime export is a deliberate, reviewed change.
+describe('@mcpsandbox/core public exports', () => {
+  it('exports exactly these values', () => {
+    expect(Object.keys(core).sort()).toMatchInlineSnapshot(`
+      [
+        "AbortedError",
+        "BackendUnavailableError",
+        "BackendVersionError",
+        "BridgeErrorCode",
+        "DEBUG_ENV",
+        "DEFAULT_MAX_LINE_BYTES",
+        "DEFAULT_SHUTDOWN_TIMING",
+        "ExitCode",
+        "ISOLATION_LEVELS",
+        "JsonlTrace",
+        "LineFramer",
+        "MIN_REDACTED_LENGTH",
+        "ProcessClosedError",
+        "REDACTED",
+        "SPECIFICATION_VERSION",
+        "SandboxError",
+        "SandboxFailureError",
+        "SetupFailedError",
+        "TRACE_VERSION",
+        "ToolPolicy",
+        "UsageError",
+        "createRedactor",
+        "createStderrLogger",
+        "digestTool",
+        "errorResponseLine",
+        "exitCodeOf",
+        "filePinStore",
+        "formatDuration",
+        "globToRegExp",
+        "inspectMessage",
+        "isSandboxError",
+        "isolationRank",
+        "lineContent",
+        "looksSecret",
+        "openTraceFile",
+        "parseDuration",
+        "rawTopLevelValue",
+        "readTrace",
+        "resolveEnvAllowlist",
+        "signalNumber",
+        "silentLogger",
+        "startBridge",
+        "summarizeTrace",
+      ]
+    `);
+  });
+
+  it('exports the conformance suite from its own entry', () => {
+    expect(Object.keys(conformance).sort()).toEqual(['PROBE_SOURCE', 'nodeProbe', 'runConformanceSuite']);
+  });
+});
