@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAKE_API_KEY, type FakeE2B, startFakeE2B } from './fake-e2b/server.js';
-import { bridgeSession, fakeBackend, LineTransport, SERVER_EVERYTHING } from './helpers.js';
+import { bridgeSession, collect, fakeBackend, LineTransport, SERVER_EVERYTHING } from './helpers.js';
 
 let fake: FakeE2B;
 beforeAll(async () => {
@@ -73,6 +73,25 @@ describe('server-everything through the e2b backend (real SDK, fake E2B)', () =>
     expect(JSON.stringify(env.content)).toContain('user-granted-key');
     await client.close();
     await run.session.done;
+  });
+
+  it('--setup steps run in the VM before the server; a failing one stops the session with 125', async () => {
+    const ok = bridgeSession(fakeBackend(fake), ['cat', 'note.json'], {
+      setup: [`printf '%s\\n' '{"jsonrpc":"2.0","method":"written-by-setup"}' > note.json`],
+    });
+    const received = collect(ok.clientOut);
+    const result = await ok.session.done;
+    ok.clientIn.end();
+    ok.clientOut.end();
+    expect(result).toMatchObject({ reason: 'server-exit', exitCode: 0 });
+    expect((await received).toString()).toBe('{"jsonrpc":"2.0","method":"written-by-setup"}\n');
+
+    const failing = bridgeSession(fakeBackend(fake), ['cat', 'note.json'], { setup: ['exit 4'] });
+    const failed = await failing.session.done;
+    failing.clientIn.end();
+    expect(failed).toMatchObject({ reason: 'sandbox-failure', exitCode: 125 });
+    expect(failed.error?.code).toBe('E_SETUP_FAILED');
+    expect(failing.trace().some((r) => r.type === 'process-start')).toBe(false);
   });
 
   it('raw JSON-RPC lines: initialize, tools/list, tools/call in order, then a clean exit on stdin EOF', async () => {
