@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerInspectCommand } from './commands/inspect.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerTraceCommand } from './commands/trace.js';
+import { registerWrapCommands } from './commands/wrap.js';
 import type { CliOptions } from './options.js';
 import { reportError } from './report.js';
 
@@ -43,6 +44,7 @@ export function createProgram(options: CliOptions, setExitCode: (code: number) =
     .showHelpAfterError('(run "mcp-sandbox run --help" for usage)');
 
   registerRunCommand(program, options, setExitCode);
+  registerWrapCommands(program, options, setExitCode);
   registerInspectCommand(program, options, setExitCode);
   registerTraceCommand(program, options, setExitCode);
   return program;

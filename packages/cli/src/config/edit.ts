@@ -1,0 +1,116 @@
+import { getProperty, type JsonNode, type JsonObject } from './jsonc.js';
+import type { ServerEntry } from './servers.js';
+
+/** Replace `[start, end)` of the text with `text`. */
+export interface TextEdit {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+export function applyEdits(text: string, edits: readonly TextEdit[]): string {
+  const sorted = [...edits].sort((a, b) => b.start - a.start || b.end - a.end);
+  let out = text;
+  let limit = Number.POSITIVE_INFINITY;
+  for (const edit of sorted) {
+    if (edit.end > limit) throw new Error('overlapping edits');
+    out = out.slice(0, edit.start) + edit.text + out.slice(edit.end);
+    limit = edit.start;
+  }
+  return out;
+}
+
+/** What a wrapped entry starts: the launcher (its first word becomes "command") and run's options. */
+export interface WrapCommand {
+  readonly launcher: readonly string[];
+  readonly runArgs: readonly string[];
+}
+
+function eolOf(text: string): string {
+  return text.includes('\r\n') ? '\r\n' : '\n';
+}
+
+/** The whitespace before `offset` on its line, if only whitespace precedes it there. */
+function lineIndent(text: string, offset: number): string | undefined {
+  let i = offset;
+  while (i > 0 && (text[i - 1] === ' ' || text[i - 1] === '\t')) i--;
+  if (i === 0 || text[i - 1] === '\n') return text.slice(i, offset);
+  return undefined;
+}
+
+/**
+ * The edits that make a stdio entry start `mcp-sandbox run <options> -- <command> <args>`: the
+ * "command" value is replaced, and the new arguments are inserted in front of the existing ones
+ * (whose source text, comments and layout stay as they are), or an "args" property is added.
+ */
+export function wrapEdits(text: string, entry: ServerEntry, wrap: WrapCommand): TextEdit[] {
+  const obj = entry.property.value as JsonObject;
+  const command = getProperty(obj, 'command');
+  if (!command) throw new Error(`${entry.name}: no command`);
+  const eol = eolOf(text);
+  const literals = [
+    ...[...wrap.launcher.slice(1), 'run', ...wrap.runArgs, '--'].map((s) => JSON.stringify(s)),
+    text.slice(command.value.start, command.value.end),
+  ];
+  const edits: TextEdit[] = [
+    { start: command.value.start, end: command.value.end, text: JSON.stringify(wrap.launcher[0]) },
+  ];
+  const argsProperty = getProperty(obj, 'args');
+  const args = argsProperty?.value;
+  if (argsProperty && args?.kind === 'array') {
+    const first = args.items[0];
+    if (!first) {
+      const compact = !/\s/.test(text.slice(argsProperty.keyStart, args.start));
+      edits.push({ start: args.start + 1, end: args.start + 1, text: literals.join(compact ? ',' : ', ') });
+    } else {
+      const indent = lineIndent(text, first.start);
+      const second = args.items[1];
+      // Follow the array's own style: one item a line, compact "a","b", or "a", "b".
+      const inline = second && text.slice(first.end, second.start) === ',' ? ',' : ', ';
+      const sep = indent === undefined ? inline : `,${eol}${indent}`;
+      edits.push({ start: first.start, end: first.start, text: literals.map((l) => l + sep).join('') });
+    }
+  } else {
+    const keyIndent = lineIndent(text, command.keyStart);
+    const multiline = text.slice(obj.start, obj.end).includes('\n');
+    const compact = !/\s/.test(text.slice(command.keyStart, command.value.start));
+    const sep = multiline && keyIndent !== undefined ? `,${eol}${keyIndent}` : compact ? ',' : ', ';
+    edits.push({
+      start: command.value.end,
+      end: command.value.end,
+      text: compact ? `${sep}"args":[${literals.join(',')}]` : `${sep}"args": [${literals.join(', ')}]`,
+    });
+  }
+  return edits;
+}
+
+/** The text of an entry's value after the edits that fall inside it. */
+export function editedSlice(text: string, node: JsonNode, edits: readonly TextEdit[]): string {
+  const shifted = edits.map((e) => ({ start: e.start - node.start, end: e.end - node.start, text: e.text }));
+  return applyEdits(text.slice(node.start, node.end), shifted);
+}
+
+/**
+ * Takes `mcp-sandbox run … --` back out of a wrapped entry, from its own arguments: the original
+ * command's source text moves back into "command" and the inserted arguments are removed. Exact
+ * for entries that had arguments before; an entry that had none keeps an empty "args".
+ */
+export function unwrapEdits(text: string, entry: ServerEntry): TextEdit[] {
+  const wrapped = entry.wrapped;
+  const obj = entry.property.value as JsonObject;
+  const command = getProperty(obj, 'command');
+  const args = getProperty(obj, 'args')?.value;
+  if (!wrapped || !command || args?.kind !== 'array') throw new Error(`${entry.name}: not a wrapped entry`);
+  // argv = [command, ...args]; the server's command is argv[serverIndex], i.e. args[serverIndex - 1].
+  const serverIndex = 1 + args.items.length - wrapped.server.length;
+  const original = args.items[serverIndex - 1];
+  const firstArg = args.items[serverIndex];
+  const firstItem = args.items[0];
+  if (!original || !firstItem) throw new Error(`${entry.name}: not a wrapped entry`);
+  const edits: TextEdit[] = [
+    { start: command.value.start, end: command.value.end, text: text.slice(original.start, original.end) },
+  ];
+  if (firstArg) edits.push({ start: firstItem.start, end: firstArg.start, text: '' });
+  else edits.push({ start: args.start, end: args.end, text: '[]' });
+  return edits;
+}

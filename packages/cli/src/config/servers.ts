@@ -1,0 +1,160 @@
+import type { ConfigLocation, ConfigSection } from './clients.js';
+import { getProperty, type JsonNode, type JsonObject, type JsonProperty, toValue } from './jsonc.js';
+
+/** How an entry starts its server, as far as wrapping is concerned. */
+export type ServerKind = 'stdio' | 'remote' | 'wrapped' | 'unknown';
+
+export interface ServerEntry {
+  readonly name: string;
+  readonly section: ConfigSection;
+  readonly property: JsonProperty;
+  readonly kind: ServerKind;
+  readonly command?: string;
+  readonly args: readonly string[];
+  /** Names in the entry's own `env` block (values are never read out). */
+  readonly envKeys: readonly string[];
+  readonly url?: string;
+  readonly wrapped?: WrappedCommand;
+  /** Why the entry is `unknown`, or a caveat for wrapping it. */
+  readonly note?: string;
+}
+
+/** An entry that already starts `mcp-sandbox run`, taken apart. */
+export interface WrappedCommand {
+  /** What starts mcp-sandbox: `['npx', '-y', 'mcp-sandbox@1.0.0']` or `['/usr/local/bin/mcp-sandbox']`. */
+  readonly launcher: readonly string[];
+  /** The run options between `run` and `--`. */
+  readonly runArgs: readonly string[];
+  /** The original server command and its arguments. */
+  readonly server: readonly string[];
+  /** `--backend`, when given. */
+  readonly backend?: string;
+}
+
+/** Every server entry of a parsed config, in file order, section by section. */
+export function listServers(root: JsonNode, location: ConfigLocation): ServerEntry[] {
+  const out: ServerEntry[] = [];
+  for (const section of location.sections) {
+    const map = sectionNode(root, section.path);
+    if (!map) continue;
+    const seen = new Set<string>();
+    const entries: ServerEntry[] = [];
+    // Duplicate names: the client uses the last one, as JSON.parse does; so do we.
+    for (let i = map.properties.length - 1; i >= 0; i--) {
+      const property = map.properties[i] as JsonProperty;
+      if (seen.has(property.key)) continue;
+      seen.add(property.key);
+      entries.push(classify(property, section));
+    }
+    out.push(...entries.reverse());
+  }
+  return out;
+}
+
+export function sectionNode(root: JsonNode, path: readonly string[]): JsonObject | undefined {
+  let node: JsonNode | undefined = root;
+  for (const key of path) node = getProperty(node, key)?.value;
+  return node?.kind === 'object' ? node : undefined;
+}
+
+const REMOTE_TYPES = new Set(['http', 'sse', 'streamable-http', 'streamableHttp', 'ws', 'websocket']);
+
+function classify(property: JsonProperty, section: ConfigSection): ServerEntry {
+  const base = { name: property.key, section, property, args: [] as string[], envKeys: [] as string[] };
+  const node = property.value;
+  if (node.kind !== 'object') return { ...base, kind: 'unknown', note: 'the entry is not an object' };
+  const value = toValue(node) as Record<string, unknown>;
+  const envValue = value.env;
+  const envKeys =
+    envValue && typeof envValue === 'object' && !Array.isArray(envValue) ? Object.keys(envValue) : [];
+  const url = [value.url, value.serverUrl].find((u): u is string => typeof u === 'string');
+  const type = typeof value.type === 'string' ? value.type : undefined;
+  if (url !== undefined || (type !== undefined && REMOTE_TYPES.has(type))) {
+    return { ...base, envKeys, kind: 'remote', ...(url !== undefined ? { url } : {}) };
+  }
+  const command = value.command;
+  if (typeof command !== 'string' || command === '') {
+    return { ...base, envKeys, kind: 'unknown', note: 'no "command" string' };
+  }
+  const rawArgs = value.args ?? [];
+  if (!Array.isArray(rawArgs) || rawArgs.some((a) => typeof a !== 'string')) {
+    return { ...base, envKeys, command, kind: 'unknown', note: '"args" is not an array of strings' };
+  }
+  const args = rawArgs as string[];
+  const wrapped = parseWrapped(command, args);
+  if (wrapped) return { ...base, envKeys, command, args, kind: 'wrapped', wrapped };
+  const note =
+    typeof value.envFile === 'string'
+      ? 'variables from "envFile" are not forwarded into the sandbox; add --env KEY for each one it needs'
+      : undefined;
+  return { ...base, envKeys, command, args, kind: 'stdio', ...(note ? { note } : {}) };
+}
+
+/** Run options that take a value (the rest are flags). Kept in step with `run`'s options. */
+const VALUE_OPTIONS = new Set([
+  '-b',
+  '--backend',
+  '-e',
+  '--env',
+  '--ttl',
+  '--setup',
+  '--allow-net',
+  '--mount',
+  '--template',
+  '--backend-option',
+  '--trace',
+  '--max-message-size',
+  '--drain-timeout',
+  '--kill-grace',
+]);
+
+const PACKAGE_RUNNERS = new Set(['npx', 'pnpx', 'bunx']);
+
+function baseName(command: string): string {
+  const last = command.split(/[\\/]/).pop() ?? command;
+  return last.replace(/\.(cmd|exe|ps1|bat)$/i, '');
+}
+
+/** Recognises `mcp-sandbox run …`, `npx [-y] mcp-sandbox[@v] run …` and `node …/mcp-sandbox… run …`. */
+export function parseWrapped(command: string, args: readonly string[]): WrappedCommand | undefined {
+  const argv = [command, ...args];
+  let runAt = -1;
+  const name = baseName(command);
+  if (name === 'mcp-sandbox') {
+    runAt = 1;
+  } else if (PACKAGE_RUNNERS.has(name)) {
+    let i = 1;
+    while (i < argv.length && (argv[i] as string).startsWith('-')) i++;
+    if (/^mcp-sandbox(@[^/\s]*)?$/.test(argv[i] ?? '')) runAt = i + 1;
+  } else if (name === 'node' && /mcp-sandbox/.test(args[0] ?? '')) {
+    runAt = 2;
+  }
+  if (runAt === -1 || argv[runAt] !== 'run') return undefined;
+  const runArgs: string[] = [];
+  let backend: string | undefined;
+  let i = runAt + 1;
+  while (i < argv.length) {
+    const arg = argv[i] as string;
+    if (arg === '--') {
+      i++;
+      break;
+    }
+    if (!arg.startsWith('-')) break;
+    const eq = arg.indexOf('=');
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    if (VALUE_OPTIONS.has(flag) && eq === -1) {
+      const value = argv[i + 1];
+      if (value === undefined) break;
+      if (flag === '-b' || flag === '--backend') backend = value;
+      runArgs.push(arg, value);
+      i += 2;
+    } else {
+      if (flag === '--backend') backend = arg.slice(eq + 1);
+      runArgs.push(arg);
+      i++;
+    }
+  }
+  const server = argv.slice(i);
+  if (server.length === 0) return undefined;
+  return { launcher: argv.slice(0, runAt), runArgs, server, ...(backend ? { backend } : {}) };
+}

@@ -1,0 +1,425 @@
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
+import { createFakeBackend } from '@mcpsandbox/backend-fake';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseJsonDocument, toValue } from '../src/config/jsonc.js';
+import { runCli } from '../src/index.js';
+import { fixture, sandboxHome } from './helpers.js';
+
+let h: ReturnType<typeof sandboxHome>;
+afterEach(() => h?.cleanup());
+
+const desktopPath = () => join(h.home, '.config', 'Claude', 'claude_desktop_config.json');
+
+function desktop(text = fixture('claude-desktop/original.txt')) {
+  h = sandboxHome();
+  const file = desktopPath();
+  h.put(file, text);
+  return file;
+}
+
+function noLeftovers(file: string) {
+  const dir = dirname(file);
+  return readdirSync(dir).filter((n) => n !== file.split('/').pop());
+}
+
+describe('refusals leave the file untouched', () => {
+  it('a comment in a plain-JSON client config is refused with its line and column', async () => {
+    const text = '{\n  "mcpServers": {\n    // a comment\n    "a": { "command": "x" }\n  }\n}\n';
+    const file = desktop(text);
+    const result = await h.run(['wrap', '--client', 'claude-desktop', '--all']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${file}:3:5: comments are not allowed`);
+    expect(result.stderr).toContain('not changed');
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect(noLeftovers(file)).toEqual([]);
+  });
+
+  it('the same comment is fine where the client reads JSONC (Cursor)', async () => {
+    h = sandboxHome();
+    const file = join(h.home, '.cursor', 'mcp.json');
+    h.put(file, '{\n  "mcpServers": {\n    // a comment\n    "a": { "command": "x" }\n  }\n}\n');
+    const result = await h.run(['wrap', '--client', 'cursor', '--all']);
+    expect(result.code).toBe(0);
+    expect(readFileSync(file, 'utf8')).toContain('"command": "npx"');
+  });
+
+  it.each([
+    ['a missing comma', '{\n  "mcpServers": {\n    "a": { "command": "x" }\n    "b": {}\n  }\n}\n', '4:5'],
+    ['a trailing comma', '{\n  "mcpServers": {\n    "a": { "command": "x" },\n  }\n}\n', '3:28'],
+    ['an unterminated string', '{\n  "mcpServers": {\n    "a": { "command": "x }\n  }\n}\n', '3:23'],
+    ['a truncated file', '{\n  "mcpServers": {\n    "a": { "command": "x" }\n', '4:1'],
+    ['an empty file', '', '1:1'],
+  ])('invalid JSON (%s) is refused at %s, never overwritten', async (_what, text, position) => {
+    const file = desktop(text);
+    const result = await h.run(['wrap', '--client', 'claude-desktop', '--all']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${file}:${position}:`);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect(noLeftovers(file)).toEqual([]);
+    const unwrap = await h.run(['unwrap', '--client', 'claude-desktop', '--all']);
+    expect(unwrap.code).toBe(1);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+  });
+
+  it('bytes that are not UTF-8 are refused', async () => {
+    h = sandboxHome();
+    const file = desktopPath();
+    mkdirSync(dirname(file), { recursive: true });
+    const bytes = Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]);
+    writeFileSync(file, bytes);
+    const result = await h.run(['wrap', '--client', 'claude-desktop', '--all']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('not UTF-8');
+    expect(readFileSync(file)).toEqual(bytes);
+  });
+
+  it('a missing config says where it looked', async () => {
+    h = sandboxHome();
+    const result = await h.run(['wrap', '--client', 'windsurf', '--all']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(join(h.home, '.codeium', 'windsurf', 'mcp_config.json'));
+  });
+
+  it('usage errors: no selection, unknown server, --env with a value, --project where there is none', async () => {
+    const file = desktop();
+    const none = await h.run(['wrap', '--client', 'claude-desktop']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('--server <name>');
+    expect(none.stderr).toContain('github, memory, tabbed');
+    const unknown = await h.run(['wrap', '--client', 'claude-desktop', '--server', 'nope']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('no server named nope');
+    const secret = await h.run(['wrap', '--client', 'claude-desktop', '--all', '--env', 'TOKEN=abc123']);
+    expect(secret.code).toBe(2);
+    expect(secret.stderr).not.toContain('abc123');
+    const project = await h.run(['wrap', '--client', 'claude-desktop', '--project', '--all']);
+    expect(project.code).toBe(2);
+    expect(project.stderr).toContain('no project-scoped');
+    const client = await h.run(['wrap', '--client', 'emacs', '--all']);
+    expect(client.code).toBe(2);
+    expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
+    expect(noLeftovers(file)).toEqual([]);
+  });
+});
+
+describe('wrap', () => {
+  it('wraps only the chosen servers and says why it leaves others alone', async () => {
+    const file = desktop();
+    const result = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--server',
+      'memory',
+      '--server',
+      'sandboxed-already',
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('memory: wrapped');
+    expect(result.stderr).toContain('sandboxed-already: skipped (already sandboxed), left alone');
+    const value = toValue(parseJsonDocument(readFileSync(file, 'utf8'), { comments: false })) as {
+      mcpServers: Record<string, { command: string; args?: string[] }>;
+    };
+    expect(value.mcpServers.memory?.args).toEqual([
+      '-y',
+      'mcp-sandbox@1.2.3',
+      'run',
+      '--',
+      'npx',
+      '-y',
+      '@modelcontextprotocol/server-memory',
+    ]);
+    expect(value.mcpServers.github?.command).toBe('npx');
+    expect(value.mcpServers.github?.args).toEqual(['-y', '@modelcontextprotocol/server-github']);
+    // Names and order of entries are unchanged.
+    expect(Object.keys(value.mcpServers)).toEqual([
+      'github',
+      'memory',
+      'tabbed',
+      'everything',
+      'sandboxed-already',
+      'escaped',
+    ]);
+  });
+
+  it('never copies an env value into the arguments', async () => {
+    const file = desktop();
+    await h.run(['wrap', '--client', 'claude-desktop', '--all']);
+    const text = readFileSync(file, 'utf8');
+    const value = toValue(parseJsonDocument(text, { comments: false })) as {
+      mcpServers: { github: { args: string[]; env: Record<string, string> } };
+    };
+    expect(value.mcpServers.github.args).toContain('GITHUB_PERSONAL_ACCESS_TOKEN');
+    expect(value.mcpServers.github.args.join(' ')).not.toContain('ghp_fixture');
+    expect(text.match(/ghp_fixture/g)).toHaveLength(1);
+  });
+
+  it('keeps the mode of the file and writes through a symlink', async () => {
+    h = sandboxHome();
+    const real = join(h.root, 'dotfiles', 'claude.json');
+    h.put(real, fixture('claude-desktop/original.txt'));
+    chmodSync(real, 0o600);
+    const link = desktopPath();
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(real, link);
+    const result = await h.run(['wrap', '--client', 'claude-desktop', '--all']);
+    expect(result.code).toBe(0);
+    expect(readFileSync(real, 'utf8')).toBe(fixture('claude-desktop/wrapped.txt'));
+    expect(statSync(real).mode & 0o777).toBe(0o600);
+    const backups = readdirSync(dirname(real)).filter((n) => n.includes('.mcp-sandbox-'));
+    expect(backups).toHaveLength(1);
+    expect(statSync(join(dirname(real), backups[0] as string)).mode & 0o777).toBe(0o600);
+    // Still a link.
+    expect(readFileSync(link, 'utf8')).toBe(readFileSync(real, 'utf8'));
+    expect(readdirSync(dirname(link))).toEqual(['claude_desktop_config.json']);
+  });
+
+  it('--launcher path writes the absolute mcp-sandbox found on PATH; a relative launcher is refused', async () => {
+    const file = desktop();
+    const bin = join(h.root, 'bin');
+    h.put(join(bin, 'mcp-sandbox'), '#!/bin/sh\n');
+    chmodSync(join(bin, 'mcp-sandbox'), 0o755);
+    h.env.PATH = `${bin}:${h.env.PATH}`;
+    const relative = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--all',
+      '--launcher',
+      'bin/mcp-sandbox',
+    ]);
+    expect(relative.code).toBe(2);
+    const result = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--server',
+      'memory',
+      '--launcher',
+      'path',
+    ]);
+    expect(result.code).toBe(0);
+    const value = toValue(parseJsonDocument(readFileSync(file, 'utf8'), { comments: false })) as {
+      mcpServers: { memory: { command: string; args: string[] } };
+    };
+    expect(value.mcpServers.memory.command).toBe(join(bin, 'mcp-sandbox'));
+    expect(value.mcpServers.memory.args).toEqual([
+      'run',
+      '--',
+      'npx',
+      '-y',
+      '@modelcontextprotocol/server-memory',
+    ]);
+    // ls recognises that launcher too, and unwrap takes it back out.
+    const ls = await h.run(['ls', '--client', 'claude-desktop']);
+    expect(ls.stdout).toMatch(/memory\s+✓ sandboxed, backend local \(default\)/);
+    await h.run(['unwrap', '--client', 'claude-desktop', '--server', 'memory']);
+    expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
+  });
+
+  it('mount paths are made absolute, since the client starts the server elsewhere', async () => {
+    const file = desktop();
+    mkdirSync(join(h.project, 'data'));
+    const result = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--server',
+      'memory',
+      '--mount',
+      'data',
+    ]);
+    expect(result.code).toBe(0);
+    expect(readFileSync(file, 'utf8')).toContain(
+      `"--mount", ${JSON.stringify(`${join(h.project, 'data')}:${join(h.project, 'data')}:ro`)}`,
+    );
+  });
+
+  it('the wrapped entry runs: its arguments go through `run`, and the env block crosses, nothing else', async () => {
+    h = sandboxHome();
+    const file = join(h.project, '.mcp.json');
+    h.put(
+      file,
+      '{ "mcpServers": { "fake": { "command": "fake-mcp-server", "args": [], "env": { "MY_TOKEN": "tok-123456789" } } } }\n',
+    );
+    expect(
+      (await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--backend', 'fake'])).code,
+    ).toBe(0);
+    const entry = (
+      toValue(parseJsonDocument(readFileSync(file, 'utf8'), { comments: false })) as {
+        mcpServers: { fake: { command: string; args: string[]; env: Record<string, string> } };
+      }
+    ).mcpServers.fake;
+    expect(entry.command).toBe('npx');
+    // What the client would run: `npx -y mcp-sandbox@1.2.3 <rest>`, with its env block added to its own.
+    const rest = entry.args.slice(2);
+    const input = new PassThrough();
+    let out = '';
+    const stdout = new Writable({
+      write(chunk, _e, done) {
+        out += chunk.toString();
+        done();
+      },
+    });
+    const stderr = new Writable({ write: (_c, _e, done) => done() });
+    input.end(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get-env', arguments: {} } })}\n`,
+    );
+    const code = await runCli(rest, {
+      backends: { fake: { summary: 'fake', create: createFakeBackend } },
+      defaultBackend: 'fake',
+      version: '1.2.3',
+      io: {
+        stdin: input,
+        stdout,
+        stderr,
+        env: { HOME: '/home/x', OTHER_SECRET: 'nope', ...entry.env },
+        cwd: '/',
+      },
+    });
+    expect(code).toBe(0);
+    const answer = JSON.parse(out.trim()) as { result: { content: Array<{ text: string }> } };
+    const env = JSON.parse(answer.result.content[0]?.text ?? '{}') as Record<string, string>;
+    expect(env).toEqual({ MY_TOKEN: 'tok-123456789' });
+  });
+});
+
+describe('unwrap', () => {
+  it('restores wrapped entries exactly while keeping changes made elsewhere since', async () => {
+    const file = desktop();
+    await h.run(['wrap', '--client', 'claude-desktop', '--server', 'github', '--server', 'tabbed']);
+    // The client (or the user) edits another part of the file meanwhile.
+    const edited = readFileSync(file, 'utf8').replace('"sidebarMode": "chat"', '"sidebarMode": "code"');
+    writeFileSync(file, edited);
+    const result = await h.run([
+      'unwrap',
+      '--client',
+      'claude-desktop',
+      '--server',
+      'github',
+      '--server',
+      'tabbed',
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('github: unwrapped (restored from the backup)');
+    expect(readFileSync(file, 'utf8')).toBe(
+      fixture('claude-desktop/original.txt').replace('"sidebarMode": "chat"', '"sidebarMode": "code"'),
+    );
+  });
+
+  it('without a backup, takes the command back out of the arguments (exact where there were arguments)', async () => {
+    const file = desktop();
+    await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--server',
+      'github',
+      '--server',
+      'tabbed',
+      '--ttl',
+      '1h',
+    ]);
+    for (const backup of h.backups(file)) writeFileSync(backup, '{}');
+    const result = await h.run(['unwrap', '--client', 'claude-desktop', '--all']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(
+      'github: unwrapped (restored from its own arguments; run options dropped: --ttl 1h)',
+    );
+    const text = readFileSync(file, 'utf8');
+    const original = fixture('claude-desktop/original.txt');
+    // github had arguments: its bytes are back as they were.
+    expect(text).toContain(original.slice(original.indexOf('"github"'), original.indexOf('"memory"')));
+    // tabbed had none: it keeps an empty "args".
+    const value = toValue(parseJsonDocument(text, { comments: false })) as {
+      mcpServers: Record<string, { command: string; args?: string[] }>;
+    };
+    expect(value.mcpServers.tabbed).toEqual({ command: '/usr/local/bin/tabbed-server', args: [] });
+    // The entry sandboxed by hand was unwrapped too (--all).
+    expect(value.mcpServers['sandboxed-already']).toEqual({
+      command: 'npx',
+      args: ['-y', '@modelcontextprotocol/server-fetch'],
+    });
+  });
+
+  it('an entry edited since wrap is restored from its arguments, keeping the edit', async () => {
+    const file = desktop();
+    await h.run(['wrap', '--client', 'claude-desktop', '--server', 'github']);
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace('ghp_fixture0000000000000000000000000000', 'ghp_new'),
+    );
+    await h.run(['unwrap', '--client', 'claude-desktop', '--server', 'github']);
+    expect(readFileSync(file, 'utf8')).toBe(
+      fixture('claude-desktop/original.txt').replace('ghp_fixture0000000000000000000000000000', 'ghp_new'),
+    );
+  });
+
+  it('unwrap leaves entries that are not sandboxed alone', async () => {
+    const file = desktop();
+    const result = await h.run(['unwrap', '--client', 'claude-desktop', '--server', 'memory']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('memory: skipped (not sandboxed)');
+    expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
+    expect(existsSync(file)).toBe(true);
+    expect(h.backups(file)).toEqual([]);
+  });
+});
+
+describe('ls', () => {
+  it('lists each client and scope, sandboxed or not, with the backend; never prints secrets', async () => {
+    h = sandboxHome();
+    h.put(desktopPath(), fixture('claude-desktop/original.txt'));
+    h.put(join(h.home, '.claude.json'), fixture('claude-code-user/original.txt'));
+    h.put(join(h.project, '.cursor', 'mcp.json'), fixture('cursor-project/original.txt'));
+    h.put(join(h.home, '.codeium', 'windsurf', 'mcp_config.json'), '{ "mcpServers": { ');
+    await h.run(['wrap', '--client', 'claude-desktop', '--server', 'github', '--backend', 'fake']);
+    await h.run(['wrap', '--client', 'claude-code', '--all'], {}, '/home/dev/my-project');
+    const result = await h.run(['ls'], {}, h.project);
+    expect(result.code).toBe(1); // the broken Windsurf file is reported
+    const out = result.stdout;
+    expect(out).toMatch(/^Claude Desktop \(user\) ~\/\.config\/Claude\/claude_desktop_config\.json$/m);
+    expect(out).toMatch(
+      /^ {2}github +✓ sandboxed, backend fake +npx -y @modelcontextprotocol\/server-github$/m,
+    );
+    expect(out).toMatch(/^ {2}memory +✗ not sandboxed +npx -y @modelcontextprotocol\/server-memory$/m);
+    expect(out).toMatch(/^ {2}sandboxed-already +✓ sandboxed, backend e2b /m);
+    expect(out).toMatch(/^ {2}filesystem +✓ sandboxed, backend local \(default\)/m);
+    expect(out).toMatch(/^ {2}notion +· remote, not run here +https:\/\/mcp\.notion\.com\/mcp$/m);
+    expect(out).toMatch(/^Cursor \(project\) .*\.cursor\/mcp\.json$/m);
+    expect(out).toMatch(/^ {2}docs +✗ not sandboxed +uvx mcp-server-fetch --ignore-robots-txt$/m);
+    expect(out).toMatch(/^VS Code \(user\) .*: no config file$/m);
+    expect(out).toMatch(/^Windsurf \(user\) .*: ✗ .*mcp_config\.json:1:19: expected a property name/m);
+    expect(out).not.toMatch(/ghp_fixture|fixture-password|fixture-key/);
+    expect(result.stderr).toBe('');
+  });
+
+  it('--json, and local-scope entries of Claude Code for the current project', async () => {
+    h = sandboxHome();
+    h.put(join(h.home, '.claude.json'), fixture('claude-code-user/original.txt'));
+    const result = await h.run(['ls', '--client', 'claude-code', '--json'], {}, '/home/dev/my-project');
+    expect(result.code).toBe(0);
+    const listed = JSON.parse(result.stdout) as Array<{
+      scope: string;
+      servers: Array<{ name: string; scope: string; kind: string }>;
+    }>;
+    expect(listed.map((l) => l.scope)).toEqual(['user', 'project']);
+    expect(listed[0]?.servers.map((s) => [s.name, s.scope, s.kind])).toEqual([
+      ['filesystem', 'user', 'stdio'],
+      ['notion', 'user', 'remote'],
+      ['postgres', 'local', 'stdio'],
+    ]);
+    expect(result.stdout).not.toContain('fixture-password');
+  });
+});
