@@ -21,11 +21,6 @@ const STDIN_BATCH = 1024 * 1024;
 /** envd sends a keepalive on an idle stream this often, so proxies never reap a quiet server. */
 const KEEPALIVE_SECONDS = '50';
 
-/** An exit status with the reason, when the process was lost rather than seen to exit. */
-export interface E2BExitStatus extends ExitStatus {
-  readonly error?: SandboxError;
-}
-
 export interface StartOptions {
   readonly envs: Record<string, string>;
   readonly cwd?: string;
@@ -81,13 +76,13 @@ export async function startProcess(
 
 export class E2BProcess implements SandboxProcess {
   readonly pid: number;
-  readonly exit: Promise<E2BExitStatus>;
+  readonly exit: Promise<ExitStatus>;
   readonly #stdout = new ByteQueue(OUTPUT_HIGH_WATER);
   readonly #stderr = new ByteQueue(OUTPUT_HIGH_WATER);
   readonly #sandbox: SdkSandbox;
   readonly #controller: AbortController;
   readonly #options: StartOptions;
-  #resolveExit!: (status: E2BExitStatus) => void;
+  #resolveExit!: (status: ExitStatus) => void;
   #settled = false;
   /** The sandbox is being closed on purpose: a broken stream is expected, not a fault. */
   #ending = false;
@@ -185,7 +180,7 @@ export class E2BProcess implements SandboxProcess {
   }
 
   /** The sandbox is going away: settle now, keep what was buffered, stop reading. */
-  abandon(status: E2BExitStatus): void {
+  abandon(status: ExitStatus): void {
     this.#ending = true;
     this.#settle(status);
     this.#controller.abort();
@@ -281,7 +276,7 @@ export class E2BProcess implements SandboxProcess {
     this.#settle({ code: null, signal: 'SIGKILL', error });
   }
 
-  #settle(status: E2BExitStatus): void {
+  #settle(status: ExitStatus): void {
     if (this.#settled) return;
     this.#settled = true;
     this.#stdout.end();

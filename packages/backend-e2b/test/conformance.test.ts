@@ -1,6 +1,6 @@
 import { runConformanceSuite } from '@mcpsandbox/core/conformance';
 import { afterAll, beforeAll } from 'vitest';
-import { type FakeE2B, startFakeE2B } from './fake-e2b/server.js';
+import { type FakeE2B, startFakeE2B } from '../src/testing/index.js';
 import { fakeBackend } from './helpers.js';
 
 let fake: FakeE2B;

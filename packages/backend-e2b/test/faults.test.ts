@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import {
   BackendUnavailableError,
   ExitCode,
+  type ExitStatus,
   ProcessClosedError,
   type Sandbox,
   type SandboxEvent,
@@ -13,9 +14,9 @@ import {
 import { nodeProbe } from '@mcpsandbox/core/conformance';
 import { AuthenticationError, RateLimitError } from 'e2b';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createE2BBackend, E2B_ERROR_CODES, type E2BExitStatus } from '../src/index.js';
+import { createE2BBackend, E2B_ERROR_CODES } from '../src/index.js';
 import type { E2BProcess } from '../src/process.js';
-import { FAKE_API_KEY, type FakeE2B, startFakeE2B } from './fake-e2b/server.js';
+import { FAKE_API_KEY, type FakeE2B, startFakeE2B } from '../src/testing/index.js';
 import { bridgeSession, collect, fakeBackend } from './helpers.js';
 
 let fake: FakeE2B;
@@ -135,7 +136,7 @@ describe('faults while the server runs', () => {
     const vm = fake.sandboxes.get(box.id)!;
     expect(vm.processes.has(proc.pid)).toBe(true);
     fake.dropStreams(box.id);
-    const status: E2BExitStatus = await proc.exit;
+    const status: ExitStatus = await proc.exit;
     expect(status).toMatchObject({ code: null, signal: 'SIGKILL' });
     expect(status.error?.code).toBe(E2B_ERROR_CODES.streamLost);
     expect(events.find((e) => e.type === 'e2b-process-lost')).toMatchObject({
@@ -155,7 +156,8 @@ describe('faults while the server runs', () => {
     fake.dropStreams(id);
     const result = await run.session.done;
     expect(result.reason).toBe('server-exit');
-    expect(result.exitCode).toBe(137);
+    // A lost sandbox is a sandbox failure, not the server's own exit.
+    expect(result.exitCode).toBe(125);
     run.clientIn.end();
     run.clientOut.end();
     expect((await replies).toString()).toMatch(/"id":"pending","error"/);
@@ -187,7 +189,7 @@ describe('faults while the server runs', () => {
     const proc = (await box.exec(nodeProbe(['hang']))) as E2BProcess;
     await ready(proc);
     fake.expire(box.id);
-    const status: E2BExitStatus = await proc.exit;
+    const status: ExitStatus = await proc.exit;
     expect(status).toMatchObject({ code: null, signal: 'SIGKILL' });
     expect(status.error?.code).toBe(E2B_ERROR_CODES.timeout);
     const error = await box.exec(nodeProbe(['exit', '0'])).catch((e: unknown) => e);

@@ -1,5 +1,5 @@
 import { createE2BBackend, type E2BBackendOptions } from '../src/index.js';
-import { FAKE_API_KEY, type FakeE2B } from './fake-e2b/server.js';
+import { FAKE_API_KEY, type FakeE2B } from '../src/testing/index.js';
 
 /** A backend pointed at the fake through the SDK's configurable API and sandbox URLs. */
 export function fakeBackend(fake: FakeE2B, options: E2BBackendOptions = {}) {

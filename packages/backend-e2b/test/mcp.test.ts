@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAKE_API_KEY, type FakeE2B, startFakeE2B } from './fake-e2b/server.js';
+import { FAKE_API_KEY, type FakeE2B, startFakeE2B } from '../src/testing/index.js';
 import { bridgeSession, collect, fakeBackend, LineTransport, SERVER_EVERYTHING } from './helpers.js';
 
 let fake: FakeE2B;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { BackendUnavailableError, type Sandbox, UsageError } from '@mcpsandbox/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { E2B_ERROR_CODES } from '../src/index.js';
-import { type FakeE2B, startFakeE2B } from './fake-e2b/server.js';
+import { type FakeE2B, startFakeE2B } from '../src/testing/index.js';
 import { collect, fakeBackend } from './helpers.js';
 
 let fake: FakeE2B;

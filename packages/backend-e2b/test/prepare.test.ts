@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeE2B, startFakeE2B } from './fake-e2b/server.js';
+import { type FakeE2B, startFakeE2B } from '../src/testing/index.js';
 import { bridgeSession, collect, fakeBackend } from './helpers.js';
 
 let fake: FakeE2B;

@@ -200,7 +200,12 @@ class Bridge {
     this.#ready.resolve(proc);
     void proc.exit.then((status) => {
       this.#serverStatus = status;
-      this.#trace?.event('process-exit', { code: status.code, signal: status.signal });
+      this.#trace?.event('process-exit', {
+        code: status.code,
+        signal: status.signal,
+        ...(status.error ? { error: status.error.message, errorCode: status.error.code } : {}),
+      });
+      if (status.error) this.#o.logger.error(`the sandbox failed: ${status.error.message}`);
       this.#end('server-exit');
     });
   }
@@ -494,6 +499,7 @@ class Bridge {
       return `mcp-sandbox: the sandbox failed: ${errorMessage(ending.detail)}`;
     }
     const status = this.#serverStatus;
+    if (status?.error) return `mcp-sandbox: the sandbox failed: ${status.error.message}`;
     if (status) {
       const how = status.code !== null ? `with code ${status.code}` : `from ${status.signal}`;
       return `mcp-sandbox: the server exited ${how} before answering`;
@@ -619,12 +625,15 @@ class Bridge {
         return 128 + signalNumber(String(detail));
       case 'sandbox-failure': {
         const code = errorCode(detail);
+        // A backend that finds the user's input wanting only once it is asked (a missing key).
+        if (code === 'E_USAGE') return ExitCode.usage;
         if (code === 'E_COMMAND_NOT_FOUND') return ExitCode.commandNotFound;
         if (code === 'E_CANNOT_EXECUTE') return ExitCode.cannotExecute;
         return ExitCode.sandboxFailure;
       }
       case 'server-exit':
-        return this.#serverStatus ? exitCodeOf(this.#serverStatus) : ExitCode.sandboxFailure;
+        if (!this.#serverStatus || this.#serverStatus.error) return ExitCode.sandboxFailure;
+        return exitCodeOf(this.#serverStatus);
       default:
         // The client ended the session: the server's own exit counts unless we had to stop it.
         return this.#serverStatus && !this.#signalledByUs ? exitCodeOf(this.#serverStatus) : ExitCode.ok;

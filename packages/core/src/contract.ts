@@ -1,3 +1,5 @@
+import type { SandboxError } from './errors.js';
+
 /**
  * The backend contract, version 1. A backend turns a {@link SandboxSpec} into a {@link Sandbox}
  * that runs processes with streaming stdio. Bytes are bytes: nothing here decodes text.
@@ -99,6 +101,11 @@ export interface ExitStatus {
   /** The exit code, or null when the process died from a signal. */
   readonly code: number | null;
   readonly signal: string | null;
+  /**
+   * Set when the process did not end by itself but was lost with its sandbox (a dropped stream,
+   * an expired VM): the bridge reports a sandbox failure instead of the process's status.
+   */
+  readonly error?: SandboxError;
 }
 
 export type KillSignal = 'SIGTERM' | 'SIGKILL';

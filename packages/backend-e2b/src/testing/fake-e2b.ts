@@ -2,7 +2,8 @@
  * A small fake of E2B for offline tests: the control-plane REST API (create, kill, timeout,
  * connect, network) and envd inside each "VM" (health, file upload, and the Connect-RPC process
  * service with the JSON codec the SDK uses). Processes are real local child processes, so a real
- * MCP server can run behind it. It is not a sandbox: everything runs as the test user.
+ * MCP server can run behind it. It is not a sandbox: everything runs as the test user. Exported as
+ * `@mcpsandbox/backend-e2b/testing` so that tools built on this backend can test offline too.
  *
  * Sandbox paths map into a temporary root per sandbox (`/home/user` is `<root>/home/user`, and HOME
  * points there). Relative paths and `$HOME` work as in a VM; in command arguments only the text

@@ -1,0 +1,8 @@
+export {
+  FAKE_API_KEY,
+  FAKE_ENVD_VERSION,
+  type FakeCreateRequest,
+  type FakeE2B,
+  type FakeSandbox,
+  startFakeE2B,
+} from './fake-e2b.js';
