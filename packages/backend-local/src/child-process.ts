@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import {
   type ExitStatus,
@@ -22,12 +22,24 @@ export async function spawnProcess(
 ): Promise<SpawnedProcess> {
   const [file, ...args] = argv;
   if (file === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
-  const child = spawn(file, args, {
+  const child = await startChild(file, args, {
     env: options.env,
-    cwd: options.cwd,
+    ...(options.cwd ? { cwd: options.cwd } : {}),
     stdio: ['pipe', 'pipe', 'pipe'],
-    detached: true,
   });
+  return adaptChild(child);
+}
+
+/**
+ * Starts a detached child (its own process group) and waits until it runs, mapping spawn
+ * failures to typed errors. stdin, stdout and stderr must be pipes.
+ */
+export async function startChild(
+  file: string,
+  args: readonly string[],
+  options: SpawnOptions,
+): Promise<ChildProcess> {
+  const child = spawn(file, args, { ...options, detached: true });
   try {
     await once(child, 'spawn');
   } catch (error) {
@@ -38,15 +50,22 @@ export async function spawnProcess(
       code: code === 'ENOENT' ? 'E_COMMAND_NOT_FOUND' : 'E_EXEC',
     });
   }
-  return adaptChild(child);
+  return child;
 }
 
-function adaptChild(child: ChildProcess): SpawnedProcess {
+export interface AdaptOptions {
+  /**
+   * Delivers a signal; by default to the child's process group. A sandbox that knows better
+   * (the sandboxed command rather than its launcher) passes its own.
+   */
+  readonly signal?: (signal: KillSignal) => void;
+}
+
+export function adaptChild(child: ChildProcess, options: AdaptOptions = {}): SpawnedProcess {
   const pid = child.pid as number;
   const stdin = child.stdin!;
   let stdinError: Error | undefined;
   let stdinClosed = false;
-  let exited = false;
   // EPIPE after the child is gone must not crash the host: remember it and fail later writes.
   stdin.on('error', (error) => {
     stdinError = error;
@@ -54,7 +73,6 @@ function adaptChild(child: ChildProcess): SpawnedProcess {
 
   const exit = new Promise<ExitStatus>((resolve) => {
     child.once('exit', (code, signal) => {
-      exited = true;
       resolve({ code, signal });
     });
   });
@@ -66,7 +84,16 @@ function adaptChild(child: ChildProcess): SpawnedProcess {
       throw new ProcessClosedError('the process no longer reads its stdin', { cause: stdinError });
     }
     if (!stdin.write(chunk)) {
-      await Promise.race([once(stdin, 'drain'), once(stdin, 'close')]);
+      // Cancel the listener that lost the race, or every slow write would leave one behind.
+      const done = new AbortController();
+      try {
+        await Promise.race([
+          once(stdin, 'drain', { signal: done.signal }),
+          once(stdin, 'close', { signal: done.signal }),
+        ]);
+      } finally {
+        done.abort();
+      }
     }
   };
 
@@ -81,6 +108,7 @@ function adaptChild(child: ChildProcess): SpawnedProcess {
       }
     }
   };
+  const deliver = options.signal ?? signalGroup;
 
   return {
     pid,
@@ -100,8 +128,7 @@ function adaptChild(child: ChildProcess): SpawnedProcess {
     },
     async kill(signal = 'SIGTERM') {
       // The group may outlive its leader (a daemonized grandchild): signal it even after exit.
-      signalGroup(signal);
-      if (exited) return;
+      deliver(signal);
     },
   };
 }

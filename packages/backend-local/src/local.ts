@@ -1,0 +1,530 @@
+import type { ChildProcess, StdioOptions } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  statSync,
+} from 'node:fs';
+import { chmod, readdir, rm } from 'node:fs/promises';
+import type { Server as NetServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type BackendFactoryOptions,
+  type ExecOptions,
+  type KillSignal,
+  type Logger,
+  type PrepareOptions,
+  type Sandbox,
+  type SandboxBackend,
+  SandboxFailureError,
+  type SandboxSpec,
+  SPECIFICATION_VERSION,
+  silentLogger,
+} from '@mcpsandbox/core';
+import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
+import { type NetGrant, parseGrant } from './grants.js';
+import { type LimitPlan, planLimits } from './limits.js';
+import { type NpxCacheOptions, prepareNpx } from './npx.js';
+import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
+import { EgressProxy, type Resolver } from './proxy.js';
+import { buildSeccompFilter } from './seccomp.js';
+import {
+  type Bind,
+  commandBinds,
+  dedupeBinds,
+  hiddenRoots,
+  locateCommand,
+  SANDBOX_HOME,
+  SANDBOX_TMP,
+  sandboxPath,
+} from './view.js';
+
+/** The loopback port inside the sandbox where its granted egress proxy listens. */
+export const SANDBOX_PROXY_PORT = 3128;
+
+export interface LocalBackendOptions extends BackendFactoryOptions {
+  /** Host directory for each sandbox's private home and tmp (default: the OS temp dir). */
+  readonly stateDir?: string;
+  /** Root of the persistent npx install cache (default `$XDG_CACHE_HOME/mcp-sandbox/npm`). */
+  readonly npmCacheDir?: string;
+  /** The npm registry installs may reach (default: `npm config get registry`). */
+  readonly npmRegistry?: string;
+  /** Who the sandbox runs as when this process is root (default nobody, 65534). */
+  readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
+  /** Process limit when the spec gives none (default 256; threads count too). */
+  readonly defaultMaxProcesses?: number;
+  /** Replaces the start-up probe (diagnostics and tests). */
+  readonly probe?: () => Promise<LocalSandboxInfo>;
+  /** Replaces DNS for the egress proxy (tests). */
+  readonly resolve?: Resolver;
+}
+
+export const DEFAULT_MAX_PROCESSES = 256;
+
+/**
+ * The `local` backend: each process runs under bubblewrap in fresh user, mount, pid, ipc, uts
+ * and network namespaces, with a read-only view of the system, a private home and tmp, a
+ * seccomp filter and no network unless granted. Construction does no I/O; the first `create`
+ * probes the machine and fails with a typed error naming the fix when the sandbox cannot work.
+ */
+export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBackend {
+  const logger = options.logger ?? silentLogger;
+  const hostEnv = options.hostEnv ?? process.env;
+  let info: LocalSandboxInfo | undefined;
+  let probing: Promise<LocalSandboxInfo> | undefined;
+  const probe = () => {
+    probing ??= (
+      options.probe?.() ??
+      probeLocalSandbox({
+        hostEnv,
+        ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
+      })
+    ).then((result) => {
+      info = result;
+      for (const warning of result.warnings) logger.warn(warning);
+      return result;
+    });
+    // A failed probe is retried on the next create: the user may have installed bwrap meanwhile.
+    probing.catch(() => {
+      probing = undefined;
+    });
+    return probing;
+  };
+  return {
+    specificationVersion: SPECIFICATION_VERSION,
+    id: 'local',
+    isolation: 'os',
+    describe: () =>
+      info
+        ? `bubblewrap ${info.bwrapVersion}: user, mount, pid, ipc, uts and network namespaces, seccomp, ` +
+          `read-only system, private home and tmp${info.runAs ? `, as uid ${info.runAs.uid}` : ''}`
+        : 'bubblewrap OS sandbox (namespaces, seccomp, read-only system)',
+    async create(spec, createOptions) {
+      const found = await probe();
+      createOptions?.signal?.throwIfAborted();
+      const grants = parseGrants(spec.network?.allow);
+      const limits = planLimits(spec.limits, {
+        prlimit: found.prlimitPath !== undefined,
+        defaultMaxProcesses: options.defaultMaxProcesses ?? DEFAULT_MAX_PROCESSES,
+        hardLimits: readHardLimits(),
+      });
+      for (const note of limits.notes) logger.warn(note);
+      spec.onEvent?.({ type: 'limits', enforced: limits.enforced, notEnforced: limits.notEnforced });
+      const home = hostEnv.HOME ?? homedir();
+      const npm: NpxCacheOptions = {
+        cacheRoot:
+          options.npmCacheDir ?? join(hostEnv.XDG_CACHE_HOME || join(home, '.cache'), 'mcp-sandbox', 'npm'),
+        hostEnv,
+        ...(options.npmRegistry ? { registry: options.npmRegistry } : {}),
+      };
+      return new LocalSandbox({
+        spec,
+        info: found,
+        grants,
+        limits,
+        hostEnv,
+        hostHome: home,
+        stateDir: options.stateDir ?? tmpdir(),
+        npm,
+        logger,
+        ...(options.resolve ? { resolve: options.resolve } : {}),
+      });
+    },
+  };
+}
+
+export function parseGrants(allow: readonly string[] | undefined): NetGrant[] {
+  return (allow ?? []).map(parseGrant);
+}
+
+interface SandboxConfig {
+  readonly spec: SandboxSpec;
+  readonly info: LocalSandboxInfo;
+  readonly grants: readonly NetGrant[];
+  readonly limits: LimitPlan;
+  readonly hostEnv: Readonly<Record<string, string | undefined>>;
+  readonly hostHome: string;
+  readonly stateDir: string;
+  readonly npm: NpxCacheOptions;
+  readonly logger: Logger;
+  readonly resolve?: Resolver;
+}
+
+/** Internal extras for one exec: install steps bind their cache entry read-write. */
+export interface SpawnExtras {
+  readonly binds?: readonly Bind[];
+}
+
+interface Live {
+  readonly proc: SpawnedProcess;
+  readonly done: Promise<void>;
+}
+
+class LocalSandbox implements Sandbox {
+  readonly id = `local-${randomUUID()}`;
+  readonly #config: SandboxConfig;
+  readonly #root: string;
+  readonly #home: string;
+  readonly #tmp: string;
+  readonly #roots: string[];
+  readonly #insideHome: string;
+  readonly #live = new Set<Live>();
+  readonly #ttl: NodeJS.Timeout;
+  readonly #seccomp: Uint8Array;
+  /** Binds added by prepare() (the installed package), for every later exec. */
+  readonly #extraBinds: Bind[] = [];
+  #closing: Promise<void> | undefined;
+
+  constructor(config: SandboxConfig) {
+    this.#config = config;
+    this.#roots = hiddenRoots(config.hostHome);
+    this.#insideHome = this.#roots.includes('/home') ? SANDBOX_HOME : '/run/sandbox-home';
+    this.#seccomp = buildSeccompFilter(config.info.arch);
+    this.#root = mkdtempSync(join(config.stateDir, 'mcp-sandbox-'));
+    this.#home = join(this.#root, 'home');
+    this.#tmp = join(this.#root, 'tmp');
+    mkdirSync(this.#home, { mode: 0o700 });
+    mkdirSync(this.#tmp, { mode: 0o700 });
+    chmodSync(this.#root, 0o700);
+    const runAs = config.info.runAs;
+    if (runAs) {
+      for (const dir of [this.#root, this.#home, this.#tmp]) chownSync(dir, runAs.uid, runAs.gid);
+    }
+    this.#ttl = setTimeout(() => {
+      config.spec.onEvent?.({ type: 'ttl-expired', ttlMs: config.spec.ttlMs });
+      void this.close();
+    }, config.spec.ttlMs);
+    this.#ttl.unref();
+  }
+
+  /** Host directory holding this sandbox's private home and tmp (removed on close). */
+  get hostDirectory(): string {
+    return this.#root;
+  }
+
+  async exec(command: readonly string[], options: ExecOptions = {}): Promise<SpawnedProcess> {
+    return this.spawn(command, options, {});
+  }
+
+  async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
+    this.#assertOpen();
+    const result = await prepareNpx(command, options, {
+      cache: this.#config.npm,
+      runAs: this.#config.info.runAs,
+      onEvent: this.#config.spec.onEvent,
+      install: (argv, binds, network) => this.spawn(argv, { network }, { binds }),
+    });
+    if (result.bind) this.#extraBinds.push(result.bind);
+    return result.command;
+  }
+
+  async spawn(
+    command: readonly string[],
+    options: ExecOptions,
+    extras: SpawnExtras,
+  ): Promise<SpawnedProcess> {
+    this.#assertOpen();
+    const [name] = command;
+    if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
+    const { hostEnv, info, spec } = this.#config;
+    const grants = options.network ? parseGrants(options.network.allow) : this.#config.grants;
+    const networked = grants.length > 0;
+
+    // What to bind so that the command and node (the relay, `#!/usr/bin/env node`) can start.
+    const binds: Bind[] = [];
+    const pathDirs: string[] = [];
+    const mounted = [...this.#extraBinds, ...(extras.binds ?? [])];
+    const insideOnly = mounted.some((bind) => name.startsWith(`${bind.dest}/`));
+    const found = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
+    if (found === undefined) {
+      throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
+    }
+    for (const target of insideOnly ? [process.execPath] : [found, process.execPath]) {
+      const planned = commandBinds(target, this.#roots);
+      binds.push(...planned.binds);
+      if (planned.pathDir) pathDirs.push(planned.pathDir);
+    }
+    const userBinds: Bind[] = (spec.mounts ?? []).map((m) => ({
+      source: m.hostPath,
+      dest: m.sandboxPath,
+      mode: m.mode,
+    }));
+
+    const env: Record<string, string> = {
+      PATH: sandboxPath(pathDirs, hostEnv.PATH, this.#roots),
+      HOME: this.#insideHome,
+      TMPDIR: SANDBOX_TMP,
+      LANG: hostEnv.LANG || 'C.UTF-8',
+      ...spec.env,
+      ...options.env,
+    };
+    if (networked) Object.assign(env, proxyEnv(SANDBOX_PROXY_PORT));
+
+    const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
+    const INFO_FD = 3;
+    const SECCOMP_FD = 4;
+    let ipcFd: number | undefined;
+    if (networked) {
+      ipcFd = stdio.length;
+      stdio.push('ipc');
+    }
+    const openedFds: number[] = [];
+    const bindArgs = (bind: Bind): string[] => {
+      if (!info.runAs || reachableByOthers(bind.source)) {
+        return [bind.mode === 'rw' ? '--bind' : '--ro-bind', bind.source, bind.dest];
+      }
+      // Root's files behind a 0700 directory: bwrap runs unprivileged and could not reach the
+      // source by path, so hand it an open descriptor instead.
+      if (!info.bindFd) {
+        throw new SandboxFailureError(
+          `cannot bind ${bind.source}: uid ${info.runAs.uid} cannot reach it and this bubblewrap has no --ro-bind-fd; ` +
+            'move it to a world-readable place or upgrade bubblewrap',
+          { code: 'E_BIND' },
+        );
+      }
+      const fd = openSync(bind.source, 'r');
+      openedFds.push(fd);
+      const index = stdio.length;
+      stdio.push(fd);
+      return [bind.mode === 'rw' ? '--bind-fd' : '--ro-bind-fd', String(index), bind.dest];
+    };
+
+    let args: string[];
+    try {
+      args = [
+        '--unshare-user',
+        '--unshare-ipc',
+        '--unshare-pid',
+        '--unshare-net',
+        '--unshare-uts',
+        '--unshare-cgroup-try',
+        '--disable-userns',
+        '--die-with-parent',
+        '--new-session',
+        '--cap-drop',
+        'ALL',
+        '--hostname',
+        'mcp-sandbox',
+        '--ro-bind',
+        '/',
+        '/',
+        '--dev',
+        '/dev',
+        '--proc',
+        '/proc',
+      ];
+      const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
+      for (const root of tmpfsRoots) args.push('--tmpfs', root);
+      args.push('--bind', this.#home, this.#insideHome, '--bind', this.#tmp, SANDBOX_TMP);
+      for (const bind of dedupeBinds([...binds, ...mounted])) args.push(...bindArgs(bind));
+      for (const bind of userBinds) args.push(...bindArgs(bind));
+      // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
+      for (const root of tmpfsRoots) args.push('--remount-ro', root);
+      args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
+      if (options.cwd) args.push('--chdir', options.cwd);
+      args.push('--', ...this.#launcher(command, ipcFd));
+    } catch (error) {
+      for (const fd of openedFds) closeSync(fd);
+      throw error;
+    }
+
+    let child: ChildProcess;
+    try {
+      child = await startChild(info.bwrapPath, args, {
+        env,
+        stdio,
+        ...(info.runAs ? { uid: info.runAs.uid, gid: info.runAs.gid } : {}),
+      });
+    } finally {
+      for (const fd of openedFds) closeSync(fd);
+    }
+    const seccompPipe = child.stdio[SECCOMP_FD] as NodeJS.WritableStream;
+    seccompPipe.on('error', () => {});
+    seccompPipe.end(Buffer.from(this.#seccomp));
+
+    const nsInit = readInfoPid(child.stdio[INFO_FD] as NodeJS.ReadableStream);
+    let exited = false;
+    child.once('exit', () => {
+      exited = true;
+    });
+    const signal = (sig: KillSignal) => {
+      if (exited) return;
+      if (sig === 'SIGKILL') {
+        // bwrap's init dies with bwrap (--die-with-parent), and the kernel then kills the
+        // whole pid namespace: nothing started inside survives.
+        tryKill(child.pid as number, 'SIGKILL');
+        void nsInit.then((pid) => pid !== undefined && !exited && tryKill(-pid, 'SIGKILL'));
+        return;
+      }
+      // The sandbox's session: its init ignores SIGTERM from outside, the command gets it.
+      void nsInit.then((pid) => {
+        if (pid !== undefined && !exited) tryKill(-pid, sig);
+      });
+    };
+    const proc = adaptChild(child, { signal });
+
+    let proxy: EgressProxy | undefined;
+    if (networked) {
+      proxy = new EgressProxy({
+        grants,
+        ...(spec.onEvent ? { onEvent: spec.onEvent } : {}),
+        ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
+      });
+      const activeProxy = proxy;
+      child.once('message', (_message: unknown, handle: unknown) => {
+        if (handle && typeof (handle as NetServer).on === 'function') activeProxy.attach(handle as NetServer);
+        if (child.connected) child.disconnect();
+      });
+    }
+    const live: Live = {
+      proc,
+      done: proc.exit.then(() => {
+        proxy?.close();
+        if (child.connected) child.disconnect();
+        this.#live.delete(live);
+      }),
+    };
+    this.#live.add(live);
+    return proc;
+  }
+
+  /** The argv bwrap executes: limits, a clean environment and, with egress, the relay first. */
+  #launcher(command: readonly string[], ipcFd: number | undefined): string[] {
+    const { info, limits } = this.#config;
+    const limited =
+      info.prlimitPath && limits.prlimitArgs.length > 0
+        ? [info.prlimitPath, ...limits.prlimitArgs, '--', ...command]
+        : [...command];
+    if (ipcFd === undefined) {
+      // bwrap sets PWD; the environment is the allowlist and nothing else.
+      return ['/bin/sh', '-c', 'unset PWD; exec "$@"', 'sh', ...limited];
+    }
+    const script = `"$0" -e "$1" || exit 125; unset PWD NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift; exec "$@"`;
+    return ['/bin/sh', '-c', script, process.execPath, relaySource(SANDBOX_PROXY_PORT), ...limited];
+  }
+
+  #assertOpen(): void {
+    if (this.#closing) throw new SandboxFailureError('sandbox is closed', { code: 'E_SANDBOX_CLOSED' });
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    clearTimeout(this.#ttl);
+    const live = [...this.#live];
+    await Promise.all(
+      live.map(async ({ proc, done }) => {
+        await proc.kill('SIGKILL');
+        await proc.exit;
+        await done;
+      }),
+    );
+    await removeTree(this.#root);
+  }
+}
+
+/**
+ * Runs inside the sandbox before the command, in its network namespace: opens the proxy's
+ * listener on the sandbox's own loopback and hands the listening socket to the host over the
+ * IPC channel. The host serves it from then on, so no process inside needs a unix socket.
+ */
+function relaySource(port: number): string {
+  return `const s=require('net').createServer();s.on('error',e=>{console.error('mcp-sandbox relay: '+e.message);process.exit(1)});s.listen({host:'127.0.0.1',port:${port}},()=>process.send('listening',s,()=>process.exit(0)))`;
+}
+
+function proxyEnv(port: number): Record<string, string> {
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    http_proxy: url,
+    https_proxy: url,
+    NO_PROXY: 'localhost,127.0.0.1,::1',
+    no_proxy: 'localhost,127.0.0.1,::1',
+    NODE_USE_ENV_PROXY: '1',
+  };
+}
+
+async function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
+  let text = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  try {
+    await once(stream, 'end');
+  } catch {
+    return undefined;
+  }
+  const pid = /"child-pid"\s*:\s*(\d+)/.exec(text)?.[1];
+  return pid === undefined ? undefined : Number(pid);
+}
+
+function tryKill(pid: number, signal: KillSignal): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** True when every directory on the way is searchable by others and the target readable. */
+function reachableByOthers(path: string): boolean {
+  try {
+    const parts = path.split('/').filter(Boolean);
+    let current = '';
+    for (const part of parts.slice(0, -1)) {
+      current += `/${part}`;
+      const mode = statMode(current);
+      if ((mode & 0o001) === 0) return false;
+    }
+    return (statMode(path) & 0o004) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+function statMode(path: string): number {
+  return statSync(path).mode;
+}
+
+function readHardLimits(): Record<string, number | undefined> {
+  try {
+    const text = readFileSync('/proc/self/limits', 'utf8');
+    const hard = (label: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(label));
+      const value = line?.slice(26).trim().split(/\s+/)[1];
+      return value === undefined || value === 'unlimited' ? undefined : Number(value);
+    };
+    return { nproc: hard('Max processes'), nofile: hard('Max open files'), data: hard('Max data size') };
+  } catch {
+    return {};
+  }
+}
+
+/** Removes a sandbox's host directory even when the sandbox left read-only directories in it. */
+async function removeTree(root: string): Promise<void> {
+  try {
+    await rm(root, { recursive: true, force: true });
+    return;
+  } catch {
+    // fall through: make everything writable, then retry
+  }
+  const walk = async (dir: string): Promise<void> => {
+    await chmod(dir, 0o700).catch(() => {});
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) if (entry.isDirectory()) await walk(join(dir, entry.name));
+  };
+  await walk(root);
+  await rm(root, { recursive: true, force: true }).catch(() => {});
+}
