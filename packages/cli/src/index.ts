@@ -1,5 +1,45 @@
 export { type BackendEntry, type BackendRegistry, resolveBackend } from './backends.js';
+export { DOCTOR_UNUSABLE_EXIT } from './commands/doctor.js';
 export { addRunOptions, announce, planRun, type RunFlags, type RunPlan } from './commands/run.js';
+export {
+  CONFIG_ERROR_EXIT,
+  type ListedConfig,
+  type ListedServer,
+  resolveLauncher,
+} from './commands/wrap.js';
+export {
+  CLIENT_IDS,
+  CLIENTS,
+  type ClientId,
+  type ClientSpec,
+  type ConfigLocation,
+  type ConfigScope,
+  type ConfigSection,
+  type LocateContext,
+  locateConfig,
+} from './config/clients.js';
+export { ConfigFileError } from './config/files.js';
+export { JsonSyntaxError } from './config/jsonc.js';
+export { parseWrapped, type WrappedCommand } from './config/servers.js';
+export {
+  bubblewrapBackendProbe,
+  defaultBackendProbes,
+  envKeyBackendProbe,
+  MIN_BUBBLEWRAP,
+  MIN_NODE,
+  standardChecks,
+} from './doctor/checks.js';
+export { createSystemDoctorHost, type SystemHostOptions } from './doctor/system.js';
+export type {
+  BackendProbe,
+  BackendStatus,
+  CheckResult,
+  CheckStatus,
+  DoctorCheck,
+  DoctorHost,
+  DoctorSetup,
+  ExecResult,
+} from './doctor/types.js';
 export type { CliIo, CliOptions, SignalSource } from './options.js';
 export { parseAllowNet, parseMount, parseSize } from './parse.js';
 export { createProgram, runCli } from './program.js';

@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { StopSignal } from '@mcpsandbox/core';
 import type { BackendRegistry } from './backends.js';
+import type { DoctorSetup } from './doctor/types.js';
 
 export interface SignalSource {
   on(signal: StopSignal, listener: () => void): unknown;
@@ -24,4 +25,6 @@ export interface CliOptions {
   readonly defaultBackend: string;
   readonly version: string;
   readonly io: CliIo;
+  /** What `mcp-sandbox doctor` checks and how it probes each backend; defaults read the real machine. */
+  readonly doctor?: DoctorSetup;
 }

@@ -1,5 +1,6 @@
 import { createStderrLogger, ExitCode } from '@mcpsandbox/core';
 import { Command, CommanderError } from 'commander';
+import { registerDoctorCommand } from './commands/doctor.js';
 import { registerInspectCommand } from './commands/inspect.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerTraceCommand } from './commands/trace.js';
@@ -45,6 +46,7 @@ export function createProgram(options: CliOptions, setExitCode: (code: number) =
 
   registerRunCommand(program, options, setExitCode);
   registerWrapCommands(program, options, setExitCode);
+  registerDoctorCommand(program, options, setExitCode);
   registerInspectCommand(program, options, setExitCode);
   registerTraceCommand(program, options, setExitCode);
   return program;

@@ -1,0 +1,76 @@
+import { execFile } from 'node:child_process';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { platform as osPlatform } from 'node:os';
+import { join } from 'node:path';
+import type { DoctorHost, ExecResult } from './types.js';
+
+export interface SystemHostOptions {
+  /** The environment the checks read (PATH, HOME, E2B_API_KEY, …). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** The running Node.js version (`process.versions.node`), when the caller knows it. */
+  readonly nodeVersion?: string;
+  /** Defaults to this OS. */
+  readonly platform?: string;
+  /** Per program run; a probe that hangs is reported as a failure. Default 10 s. */
+  readonly timeoutMs?: number;
+}
+
+/** The real machine. */
+export function createSystemDoctorHost(options: SystemHostOptions): DoctorHost {
+  const timeout = options.timeoutMs ?? 10_000;
+  const env = Object.fromEntries(
+    Object.entries(options.env).filter((e): e is [string, string] => e[1] !== undefined),
+  );
+  return {
+    platform: options.platform ?? osPlatform(),
+    ...(options.nodeVersion ? { nodeVersion: options.nodeVersion } : {}),
+    env: options.env,
+    exec: (file, args) =>
+      new Promise<ExecResult>((resolve) => {
+        execFile(
+          file,
+          [...args],
+          { env, timeout, killSignal: 'SIGKILL', maxBuffer: 1 << 20, windowsHide: true },
+          (error, stdout, stderr) => {
+            const code = (error as (NodeJS.ErrnoException & { code?: unknown }) | null)?.code;
+            if (error && typeof code === 'string') {
+              resolve({ started: false, code: null, stdout: '', stderr: error.message });
+              return;
+            }
+            const exit = error ? (typeof code === 'number' ? code : null) : 0;
+            resolve({ started: true, code: exit, stdout: String(stdout), stderr: String(stderr) });
+          },
+        );
+      }),
+    readText: (path) => readFile(path, 'utf8').catch(() => undefined),
+    folderSize: async (path) => {
+      let entries: string[];
+      try {
+        entries = await readdir(path);
+      } catch {
+        return undefined;
+      }
+      return { bytes: await du(path), entries: entries.length };
+    },
+  };
+}
+
+async function du(path: string): Promise<number> {
+  let total = 0;
+  const stack = [path];
+  while (stack.length > 0) {
+    const dir = stack.pop() as string;
+    let names: import('node:fs').Dirent[];
+    try {
+      names = await readdir(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const entry of names) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) stack.push(full);
+      else if (entry.isFile()) total += (await stat(full).catch(() => ({ size: 0 }))).size;
+    }
+  }
+  return total;
+}

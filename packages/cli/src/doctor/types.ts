@@ -1,0 +1,68 @@
+/** ✓ works, ! works with less protection, ✗ does not work (with a fix), · for information. */
+export type CheckStatus = 'ok' | 'warn' | 'fail' | 'info';
+
+/** One line of `mcp-sandbox doctor`. */
+export interface CheckResult {
+  readonly status: CheckStatus;
+  /** What was checked, e.g. "bubblewrap". */
+  readonly title: string;
+  /** What was found. Never a secret's value. */
+  readonly summary: string;
+  /** What to do about a `fail` or `warn`. */
+  readonly fix?: string;
+}
+
+/** A fact about this machine, checked on demand. */
+export interface DoctorCheck {
+  readonly id: string;
+  run(): Promise<CheckResult>;
+}
+
+/** Whether a backend can run here. */
+export interface BackendStatus {
+  readonly usable: boolean;
+  readonly summary: string;
+  readonly fix?: string;
+}
+
+export type BackendProbe = () => Promise<BackendStatus>;
+
+/** The output of a program, or why it could not start. Never throws. */
+export interface ExecResult {
+  /** False when the program could not be started (not found, not executable). */
+  readonly started: boolean;
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Everything the standard checks read of the machine, so that tests can fake any machine: a
+ * Ubuntu 24.04 with AppArmor's user-namespace restriction, a Mac, a box without bubblewrap.
+ */
+export interface DoctorHost {
+  /** `process.platform` of the machine: 'linux', 'darwin', 'win32'. */
+  readonly platform: string;
+  /** The Node.js running mcp-sandbox, e.g. '20.19.1'; undefined if not known. */
+  readonly nodeVersion?: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Runs a program found on PATH, with a time limit. */
+  exec(file: string, args: readonly string[]): Promise<ExecResult>;
+  /** A file's text, or undefined if it cannot be read. */
+  readText(path: string): Promise<string | undefined>;
+  /** Total size in bytes and number of direct entries of a folder, or undefined if it does not exist. */
+  folderSize(path: string): Promise<{ bytes: number; entries: number } | undefined>;
+}
+
+/**
+ * What `mcp-sandbox doctor` runs. Every part is optional: without a host it reads the real
+ * machine (from `io.env`), without checks it runs `standardChecks(host)`, and a backend without a
+ * probe is reported as usable only if it isolates nothing.
+ */
+export interface DoctorSetup {
+  readonly host?: DoctorHost;
+  /** Replaces the standard checks; add to them with `[...standardChecks(host), mine]`. */
+  readonly checks?: readonly DoctorCheck[];
+  /** Whether each backend works here, by registry name. Replaces the default probes. */
+  readonly backendProbes?: Readonly<Record<string, BackendProbe>>;
+}
