@@ -231,3 +231,33 @@ it('ls masks credentials in arguments', () => {
   expect(maskSecrets('--token=abc')).toBe('--token=***');
   expect(maskSecrets('--name=abc')).toBe('--name=abc');
 });
+
+it('run options unknown to the parser are kept whole when "--" closes them', () => {
+  expect(
+    parseWrapped('npx', [
+      '-y',
+      'mcp-sandbox@1',
+      'run',
+      '--allow-tool',
+      'read_*',
+      '--future-flag',
+      'v',
+      '--',
+      'srv',
+      '--',
+      'x',
+    ]),
+  ).toEqual({
+    launcher: ['npx', '-y', 'mcp-sandbox@1'],
+    runArgs: ['--allow-tool', 'read_*', '--future-flag', 'v'],
+    server: ['srv', '--', 'x'],
+  });
+  // A hand-written entry without run options: the server's own "--" is its own.
+  expect(parseWrapped('mcp-sandbox', ['run', 'npx', '-y', 'foo', '--', 'bar'])?.server).toEqual([
+    'npx',
+    '-y',
+    'foo',
+    '--',
+    'bar',
+  ]);
+});

@@ -228,6 +228,50 @@ describe('wrap', () => {
     expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
   });
 
+  it("forwards run's other options as given, and only those the user set", async () => {
+    const file = desktop();
+    const result = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--server',
+      'memory',
+      '--allow-tool',
+      'read_*',
+      '--allow-tool',
+      'list_*',
+      '--pin-tools',
+      'pins.json',
+      '--require-isolation',
+      'os',
+      '--quiet',
+    ]);
+    expect(result.code).toBe(0);
+    const value = toValue(parseJsonDocument(readFileSync(file, 'utf8'), { comments: false })) as {
+      mcpServers: { memory: { args: string[] } };
+    };
+    expect(value.mcpServers.memory.args).toEqual([
+      '-y',
+      'mcp-sandbox@1.2.3',
+      'run',
+      '--allow-tool',
+      'read_*',
+      '--allow-tool',
+      'list_*',
+      '--pin-tools',
+      join(h.project, 'pins.json'),
+      '--require-isolation',
+      'os',
+      '--quiet',
+      '--',
+      'npx',
+      '-y',
+      '@modelcontextprotocol/server-memory',
+    ]);
+    await h.run(['unwrap', '--client', 'claude-desktop', '--server', 'memory']);
+    expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
+  });
+
   it('mount paths are made absolute, since the client starts the server elsewhere', async () => {
     const file = desktop();
     mkdirSync(join(h.project, 'data'));

@@ -141,49 +141,76 @@ async function findOnPath(name: string, ctx: LocateContext): Promise<string | un
   return undefined;
 }
 
+/** wrap's own options; every other option it has is one of run's and goes into the entries. */
+const OWN_OPTIONS = new Set(['client', 'project', 'config', 'server', 'all', 'dryRun', 'launcher']);
+
 /**
- * run's options as the user gave them to `wrap`, validated and made independent of this directory
- * (the client starts the server from a folder of its own). Defaults are left out so that the
- * entry follows run's defaults.
+ * run's options as the user gave them to `wrap`, in run's order, validated and made independent
+ * of this directory (the client starts the server from a folder of its own). Options left at
+ * their defaults are left out, so that the entry follows run's defaults. Options run gains later
+ * are forwarded as they are.
  */
 export function runArgsFromFlags(command: Command, flags: RunFlags, options: CliOptions): string[] {
-  const { cwd } = options.io;
+  const values = flags as unknown as Record<string, unknown>;
   const out: string[] = [];
-  if (command.getOptionValueSource('backend') === 'cli') {
-    const name = flags.backend;
-    const isPath = name.startsWith('.') || isAbsolute(name);
-    if (!isPath && !name.startsWith('@') && !Object.hasOwn(options.backends, name) && !/[/\\]/.test(name)) {
-      throw new UsageError(
-        `--backend ${name}: no such backend (built in: ${Object.keys(options.backends).join(', ')})`,
-      );
+  for (const option of command.options) {
+    const key = option.attributeName();
+    if (OWN_OPTIONS.has(key) || command.getOptionValueSource(key) !== 'cli') continue;
+    const flag = option.long ?? option.short;
+    const value = values[key];
+    if (!flag || value === undefined || value === false) continue;
+    if (value === true) {
+      out.push(flag);
+      continue;
     }
-    out.push('--backend', isPath ? resolve(cwd, name) : name);
-  }
-  for (const entry of flags.env) {
-    if (entry.includes('=')) {
-      throw new UsageError(
-        `--env ${entry.slice(0, entry.indexOf('='))}=…: wrap never writes values into arguments; put the variable in the entry's "env" block (each key there is forwarded) or pass --env KEY`,
-      );
+    for (const item of Array.isArray(value) ? (value as unknown[]) : [value]) {
+      out.push(flag, runValue(key, String(item), options));
     }
-    out.push('--env', entry);
   }
-  if (command.getOptionValueSource('ttl') === 'cli') {
-    parseDuration(flags.ttl, '--ttl');
-    out.push('--ttl', flags.ttl);
-  }
-  for (const step of flags.setup) out.push('--setup', step);
-  for (const host of flags.allowNet) out.push('--allow-net', parseAllowNet(host));
-  for (const mount of flags.mount) {
-    const spec = parseMount(mount, cwd);
-    out.push('--mount', `${spec.hostPath}:${spec.sandboxPath}:${spec.mode}`);
-  }
-  if (flags.template) out.push('--template', flags.template);
-  for (const setting of flags.backendOption) {
-    parseSetting(setting);
-    out.push('--backend-option', setting);
-  }
-  if (flags.quiet) out.push('--quiet');
   return out;
+}
+
+function runValue(key: string, value: string, options: CliOptions): string {
+  const { cwd } = options.io;
+  switch (key) {
+    case 'backend': {
+      const isPath = value.startsWith('.') || isAbsolute(value);
+      if (
+        !isPath &&
+        !value.startsWith('@') &&
+        !/[/\\]/.test(value) &&
+        !Object.hasOwn(options.backends, value)
+      ) {
+        throw new UsageError(
+          `--backend ${value}: no such backend (built in: ${Object.keys(options.backends).join(', ')})`,
+        );
+      }
+      return isPath ? resolve(cwd, value) : value;
+    }
+    case 'env':
+      if (value.includes('=')) {
+        throw new UsageError(
+          `--env ${value.slice(0, value.indexOf('='))}=…: wrap never writes values into arguments; put the variable in the entry's "env" block (each key there is forwarded) or pass --env KEY`,
+        );
+      }
+      return value;
+    case 'ttl':
+      parseDuration(value, '--ttl');
+      return value;
+    case 'allowNet':
+      return parseAllowNet(value);
+    case 'mount': {
+      const spec = parseMount(value, cwd);
+      return `${spec.hostPath}:${spec.sandboxPath}:${spec.mode}`;
+    }
+    case 'backendOption':
+      parseSetting(value);
+      return value;
+    case 'pinTools':
+      return resolve(cwd, value);
+    default:
+      return value;
+  }
 }
 
 /** The entry's env keys become `--env KEY`: the values stay in the client's env block. */

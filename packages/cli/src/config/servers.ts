@@ -106,6 +106,10 @@ const VALUE_OPTIONS = new Set([
   '--max-message-size',
   '--drain-timeout',
   '--kill-grace',
+  '--allow-tool',
+  '--deny-tool',
+  '--pin-tools',
+  '--require-isolation',
 ]);
 
 const PACKAGE_RUNNERS = new Set(['npx', 'pnpx', 'bunx']);
@@ -133,18 +137,19 @@ export function parseWrapped(command: string, args: readonly string[]): WrappedC
   const runArgs: string[] = [];
   let backend: string | undefined;
   let i = runAt + 1;
-  while (i < argv.length) {
+  // With "--" after run's options (as wrap writes it), everything before it is run's, whatever
+  // options run has; otherwise the options are walked.
+  const firstIsOption = (argv[runAt + 1] ?? '').startsWith('-');
+  const dashes = firstIsOption ? argv.indexOf('--', runAt + 1) : -1;
+  const end = dashes === -1 ? argv.length : dashes;
+  while (i < end) {
     const arg = argv[i] as string;
-    if (arg === '--') {
-      i++;
-      break;
-    }
-    if (!arg.startsWith('-')) break;
+    if (!arg.startsWith('-') && dashes === -1) break;
     const eq = arg.indexOf('=');
     const flag = eq === -1 ? arg : arg.slice(0, eq);
     if (VALUE_OPTIONS.has(flag) && eq === -1) {
       const value = argv[i + 1];
-      if (value === undefined) break;
+      if (value === undefined || i + 1 >= end) break;
       if (flag === '-b' || flag === '--backend') backend = value;
       runArgs.push(arg, value);
       i += 2;
@@ -153,6 +158,11 @@ export function parseWrapped(command: string, args: readonly string[]): WrappedC
       runArgs.push(arg);
       i++;
     }
+  }
+  if (dashes !== -1) {
+    runArgs.length = 0;
+    runArgs.push(...argv.slice(runAt + 1, dashes));
+    i = dashes + 1;
   }
   const server = argv.slice(i);
   if (server.length === 0) return undefined;
