@@ -1,0 +1,75 @@
+// The ways to reach the same server: directly, or through the bridge on each backend.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { initializeRequest, RawClient } from './client.mjs';
+import { BIN } from './env.mjs';
+
+/**
+ * A target: `argv(server)` gives the command that serves `server` (an argv that runs the MCP
+ * server directly) on this target. `bridge` says whether a bridge process sits in between.
+ */
+export function directTarget() {
+  return { name: 'direct', bridge: false, argv: (server) => server };
+}
+
+export function bridgeTarget(name, backend, { extraArgs = [], nodeOptions = [], serverOverride } = {}) {
+  return {
+    name,
+    bridge: true,
+    backend,
+    nodeOptions,
+    argv: (server) => [
+      process.execPath,
+      ...nodeOptions,
+      BIN,
+      'run',
+      '-q',
+      '--backend',
+      backend,
+      ...extraArgs,
+      '--',
+      ...(serverOverride ?? server),
+    ],
+  };
+}
+
+/** A trace file in a private temp dir, removed by `dispose`. */
+export function tempTrace() {
+  const dir = mkdtempSync(join(os.tmpdir(), 'mcpsandbox-bench-'));
+  return { path: join(dir, 'trace.jsonl'), dispose: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** Starts `argv` and waits for its answer to `initialize`. Kills it and throws on failure. */
+export async function startSession(argv, { timeoutMs = 20_000, cwd } = {}) {
+  const client = new RawClient(argv, cwd ? { cwd } : {});
+  try {
+    await withTimeout(
+      Promise.race([
+        client.call(0, initializeRequest(0)),
+        client.exited.then((status) => {
+          throw new Error(
+            `exited (${status.error?.message ?? `code ${status.code}, signal ${status.signal}`}) before answering`,
+          );
+        }),
+      ]),
+      timeoutMs,
+      'initialize',
+    );
+  } catch (error) {
+    await client.kill();
+    const tail = client.stderrTail.trim().split('\n').slice(-2).join(' / ');
+    throw new Error(`${error.message}${tail ? `: ${tail}` : ''}`);
+  }
+  return client;
+}

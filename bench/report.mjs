@@ -1,0 +1,267 @@
+// Turns raw results into the markdown tables printed on stdout and the PASS/MISS target lines.
+import { mb } from './lib/proc.mjs';
+import { round } from './lib/stats.mjs';
+
+const dash = '—';
+
+function table(headers, rows) {
+  const lines = [
+    `| ${headers.join(' | ')} |`,
+    `|${headers.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,
+  ];
+  for (const row of rows)
+    lines.push(`| ${row.map((cell) => (cell === undefined ? dash : String(cell))).join(' | ')} |`);
+  return lines.join('\n');
+}
+
+const times = (value, base) => (value === undefined || !base ? dash : `${(value / base).toFixed(2)}×`);
+const plus = (value, base, unit) => {
+  if (value === undefined || base === undefined) return dash;
+  const d = value - base;
+  return `${d >= 0 ? '+' : '−'}${Math.abs(round(d)).toLocaleString('en-US')} ${unit}`;
+};
+const fmt = (value, digits = 1) =>
+  value === undefined ? undefined : round(value, digits).toLocaleString('en-US');
+
+function skippedRow(name, reason, width) {
+  return [name, `skipped: ${reason}`, ...Array(width - 2).fill('')];
+}
+
+export function renderTables(results) {
+  const out = [];
+  const { latency, throughput, bigMessage, coldStart, memory, vmSandbox, skipped } = results;
+  const skipRows = (width, section) =>
+    Object.entries(skipped)
+      .filter(([name]) => section[name] === undefined)
+      .map(([name, reason]) => skippedRow(name, reason, width));
+
+  if (latency) {
+    const base = latency.direct?.p50Us;
+    const rows = Object.entries(latency).map(([name, r]) =>
+      r.error
+        ? skippedRow(name, r.error, 8)
+        : [
+            name,
+            fmt(r.p50Us),
+            fmt(r.p95Us),
+            fmt(r.p99Us),
+            fmt(r.meanUs),
+            name === 'direct' ? dash : plus(r.p50Us, base, 'µs'),
+            name === 'direct' ? '1.00×' : times(r.p50Us, base),
+            fmt(r.processCpuUsPerCall, 0),
+          ],
+    );
+    const calls = Object.values(latency).find((r) => r.calls)?.calls ?? 0;
+    out.push(
+      `### Round-trip latency: ${calls.toLocaleString('en-US')} sequential tools/call (echo), µs`,
+      '',
+      table(
+        ['target', 'p50', 'p95', 'p99', 'mean', 'p50 added vs direct', 'p50 vs direct', 'CPU µs/call ¹'],
+        [...rows, ...skipRows(8, latency)],
+      ),
+      '',
+      '¹ CPU time (user + system) of the bridge process per call; for `direct`, of the server. Less sensitive to other load on the machine than the wall-clock figures.',
+      '',
+    );
+  }
+
+  if (throughput) {
+    const base = throughput.direct?.mbPerSec;
+    const rows = Object.entries(throughput).map(([name, r]) =>
+      r.error
+        ? skippedRow(name, r.error, 5)
+        : [
+            name,
+            fmt(r.mbPerSec),
+            r.responses,
+            base ? `${Math.round((r.mbPerSec / base) * 100)} %` : dash,
+            fmt(r.processCpuMsPerMiB, 2),
+          ],
+    );
+    const seconds = Object.values(throughput).find((r) => r.seconds)?.seconds;
+    out.push(
+      `### Throughput: 1 MiB results back-to-back for ${round(seconds, 0)} s (MB = 10⁶ bytes)`,
+      '',
+      table(
+        ['target', 'MB/s', 'results', 'vs direct', 'CPU ms/MiB ¹'],
+        [...rows, ...skipRows(5, throughput)],
+      ),
+      '',
+    );
+  }
+
+  if (bigMessage) {
+    const base = bigMessage.direct;
+    const rows = Object.entries(bigMessage).map(([name, r]) =>
+      r.error
+        ? skippedRow(name, r.error, 7)
+        : [
+            name,
+            fmt(r.toClient.ms, 0),
+            times(r.toClient.ms, base?.toClient.ms),
+            fmt(mb(r.toClient.bridgePeakKiB)),
+            fmt(r.toServer.ms, 0),
+            times(r.toServer.ms, base?.toServer.ms),
+            fmt(mb(r.toServer.bridgePeakKiB)),
+          ],
+    );
+    out.push(
+      '### One 20 MB message each way (ms; bridge peak RSS = VmHWM, MiB)',
+      '',
+      table(
+        [
+          'target',
+          'server→client ms',
+          'vs direct',
+          'bridge peak RSS',
+          'client→server ms',
+          'vs direct',
+          'bridge peak RSS',
+        ],
+        [...rows, ...skipRows(7, bigMessage)],
+      ),
+      '',
+    );
+  }
+
+  if (coldStart) {
+    const rows = [];
+    for (const [name, r] of Object.entries(coldStart)) {
+      const baseKey = name.startsWith('npx ') ? 'npx direct' : 'direct';
+      const base = coldStart[baseKey]?.medianMs;
+      if (r.skipped) rows.push(skippedRow(name, r.skipped, 6));
+      else
+        rows.push([
+          name,
+          fmt(r.medianMs),
+          `${fmt(r.minMs)}–${fmt(r.maxMs)}`,
+          name === baseKey ? dash : plus(r.medianMs, base, 'ms'),
+          name === baseKey ? '1.00×' : times(r.medianMs, base),
+          r.samplesMs.length,
+        ]);
+    }
+    out.push(
+      '### Cold start: spawn → first response (initialize), ms',
+      '',
+      table(['target', 'median', 'range', 'vs direct', 'ratio', 'runs'], rows),
+      '',
+    );
+  }
+
+  if (memory) {
+    const rows = [];
+    const s = memory.steady;
+    if (s?.error) rows.push(['steady', `error: ${s.error}`, '']);
+    else if (s) {
+      rows.push(['at start (after initialize)', fmt(mb(s.startKiB)), '']);
+      for (const c of s.checkpoints)
+        rows.push([
+          `after ${c.roundTrips.toLocaleString('en-US')} round trips`,
+          fmt(mb(c.rssKiB)),
+          `${c.seconds} s`,
+        ]);
+      rows.push(['peak (VmHWM)', fmt(mb(s.peakKiB)), '']);
+    }
+    const p = memory.paused;
+    if (p?.error) rows.push(['paused client', `error: ${p.error}`, '']);
+    else if (p) {
+      rows.push(['flood, client reading', fmt(mb(p.beforeKiB)), `${fmt(p.floodBytesPerSec / 1e6, 0)} MB/s`]);
+      rows.push([
+        `flood, client not reading for ${p.pauseSeconds} s (max)`,
+        fmt(mb(p.maxDuringPauseKiB)),
+        `${p.growthKiB >= 0 ? '+' : '−'}${fmt(Math.abs(mb(p.growthKiB)))} MiB`,
+      ]);
+    }
+    out.push(
+      `### Bridge memory (\`${memory.target}\`), RSS in MiB`,
+      '',
+      table(['when', 'RSS', 'note'], rows),
+      '',
+    );
+  }
+
+  if (vmSandbox) {
+    out.push('### vm-sandbox (its own bench)', '');
+    if (vmSandbox.skipped) out.push(`skipped: ${vmSandbox.skipped}`, '');
+    else out.push(vmSandbox.output, '');
+  }
+  return out.join('\n');
+}
+
+const MIB = 1024;
+
+/** PASS/MISS (or SKIP) for each target of the issue. Never fails the run. */
+export function checkTargets(results) {
+  const lines = [];
+  const add = (status, name, detail) => lines.push({ status, name, detail });
+  const { latency, throughput, coldStart, memory } = results;
+
+  const direct = latency?.direct?.p50Us;
+  const bridged = latency?.none?.p50Us;
+  if (direct !== undefined && bridged !== undefined)
+    add(
+      bridged <= direct + 50 ? 'PASS' : 'MISS',
+      'bridge p50 ≤ direct + 50 µs',
+      `none ${bridged} µs vs direct ${direct} µs: +${round(bridged - direct)} µs`,
+    );
+  else add('SKIP', 'bridge p50 ≤ direct + 50 µs', 'latency not measured');
+
+  const tDirect = throughput?.direct?.mbPerSec;
+  const tBridge = throughput?.none?.mbPerSec;
+  if (tDirect && tBridge !== undefined)
+    add(
+      tBridge >= 0.9 * tDirect ? 'PASS' : 'MISS',
+      '1 MiB throughput ≥ 90 % of direct',
+      `none ${tBridge} MB/s vs direct ${tDirect} MB/s: ${Math.round((tBridge / tDirect) * 100)} %`,
+    );
+  else add('SKIP', '1 MiB throughput ≥ 90 % of direct', 'throughput not measured');
+
+  const local = coldStart?.local;
+  const bare = coldStart?.none;
+  if (local?.medianMs !== undefined && bare?.medianMs !== undefined)
+    add(
+      local.medianMs <= bare.medianMs + 15 ? 'PASS' : 'MISS',
+      'local cold start ≤ bare (none) + 15 ms',
+      `local ${local.medianMs} ms vs none ${bare.medianMs} ms: +${round(local.medianMs - bare.medianMs)} ms`,
+    );
+  else
+    add(
+      'SKIP',
+      'local cold start ≤ bare (none) + 15 ms',
+      local?.skipped ?? results.skipped.local ?? 'cold start not measured',
+    );
+
+  const steady = memory?.steady;
+  if (steady && !steady.error) {
+    const readings = [steady.startKiB, ...steady.checkpoints.map((c) => c.rssKiB)];
+    const max = Math.max(...readings);
+    add(
+      max <= 60 * MIB ? 'PASS' : 'MISS',
+      'bridge RSS ≤ 60 MB',
+      `max ${mb(max)} MiB over start, ${steady.checkpoints.map((c) => c.roundTrips.toLocaleString('en-US')).join(', ')} round trips`,
+    );
+    const at10k = steady.checkpoints.find((c) => c.roundTrips === 10_000)?.rssKiB;
+    const at100k = steady.checkpoints.find((c) => c.roundTrips === 100_000)?.rssKiB;
+    if (at10k && at100k) {
+      const change = (at100k - at10k) / at10k;
+      add(
+        Math.abs(change) <= 0.05 ? 'PASS' : 'MISS',
+        'bridge RSS within ±5 % between 10k and 100k',
+        `${mb(at10k)} → ${mb(at100k)} MiB: ${change >= 0 ? '+' : ''}${round(change * 100)} %`,
+      );
+    } else add('SKIP', 'bridge RSS within ±5 % between 10k and 100k', 'quick run: fewer round trips');
+  } else add('SKIP', 'bridge RSS ≤ 60 MB', steady?.error ?? 'memory not measured');
+
+  const paused = memory?.paused;
+  if (paused && !paused.error)
+    add(
+      paused.growthKiB <= 4 * MIB ? 'PASS' : 'MISS',
+      'bounded while the client stops reading (RSS growth ≤ 4 MiB)',
+      `${mb(paused.beforeKiB)} → max ${mb(paused.maxDuringPauseKiB)} MiB over ${paused.pauseSeconds} s`,
+    );
+  return lines;
+}
+
+export function renderTargets(lines) {
+  return lines.map((l) => `${l.status} ${l.name}: ${l.detail}`).join('\n');
+}

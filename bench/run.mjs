@@ -1,0 +1,224 @@
+// `pnpm bench`: the bridge against a client talking to the server directly, and the backends
+// against each other, in one run. Tables on stdout, raw results in bench-results.json, progress on
+// stderr. Targets print PASS/MISS; a miss never fails the exit code.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  FLOOD_SERVER,
+  fakeServerBin,
+  machineInfo,
+  NPX_PACKAGE,
+  offeredBackends,
+  ROOT,
+  UNBENCHABLE,
+} from './lib/env.mjs';
+import { bridgeTarget, directTarget, startSession, tempTrace } from './lib/targets.mjs';
+import { checkTargets, renderTables, renderTargets } from './report.mjs';
+import { BIG_BYTES, measureBigMessages } from './suites/big-message.mjs';
+import { measureColdStarts } from './suites/cold-start.mjs';
+import { measureLatency } from './suites/latency.mjs';
+import { measurePausedClient, measureSteadyMemory } from './suites/memory.mjs';
+import { measureThroughput } from './suites/throughput.mjs';
+import { runVmSandboxBench } from './suites/vm-sandbox.mjs';
+
+const SUITES = ['latency', 'throughput', 'big', 'cold', 'memory', 'vm-sandbox'];
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    out: { type: 'string', default: join(ROOT, 'bench-results.json') },
+    'cpu-prof': { type: 'string' },
+    'no-npx': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+
+if (flags.help) {
+  process.stderr.write(`usage: node scripts/bench.mjs [--quick] [--only ${SUITES.join(',')}] [--out file] [--cpu-prof dir] [--no-npx]
+  --quick      fewer calls and shorter runs (a smoke test; targets on 100k messages are skipped)
+  --only       run only these suites (comma-separated)
+  --out        where the raw results go (default bench-results.json at the repository root)
+  --cpu-prof   write a V8 CPU profile of every bridge process into dir
+  --no-npx     leave out the npx install-then-run cold start
+`);
+  process.exit(0);
+}
+
+const only = flags.only ? new Set(flags.only.split(',')) : new Set(SUITES);
+for (const name of only)
+  if (!SUITES.includes(name)) throw new Error(`unknown suite ${name}; known: ${SUITES.join(', ')}`);
+const quick = flags.quick;
+const settings = {
+  latency: quick ? { calls: 2_000, warmup: 200 } : { calls: 10_000, warmup: 1_000 },
+  throughput: quick ? { seconds: 1, warmupSeconds: 0.25 } : { seconds: 3, warmupSeconds: 0.5 },
+  cold: quick ? { runs: 3 } : { runs: 10 },
+  memory: quick ? { checkpoints: [2_000, 10_000] } : { checkpoints: [10_000, 100_000] },
+  paused: { pauseSeconds: quick ? 2 : 5 },
+};
+
+const log = (text) => process.stderr.write(`[bench] ${text}\n`);
+const started = Date.now();
+const nodeOptions = [];
+if (flags['cpu-prof']) {
+  const dir = resolve(flags['cpu-prof']);
+  mkdirSync(dir, { recursive: true });
+  nodeOptions.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
+}
+
+const fakeBin = await fakeServerBin();
+const server = [process.execPath, fakeBin];
+const flood = [process.execPath, FLOOD_SERVER];
+
+// ── which targets this binary offers ────────────────────────────────────────────────────────
+const offered = offeredBackends();
+const skipped = {};
+const targets = { direct: directTarget() };
+targets.none = bridgeTarget('none', 'none', { nodeOptions });
+if (offered.includes('fake'))
+  targets.fake = bridgeTarget('fake', 'fake', { nodeOptions, serverOverride: ['fake-mcp-server'] });
+else skipped.fake = 'not offered by this binary';
+
+/** Tries each way of running the fake server on `backend`; the first that answers wins. */
+async function probe(name, backend, candidates) {
+  if (!offered.includes(backend)) {
+    skipped[name] = 'not offered by this binary (run --help)';
+    return;
+  }
+  const errors = [];
+  for (const c of candidates) {
+    const target = bridgeTarget(name, backend, { nodeOptions, ...c });
+    try {
+      const client = await startSession(target.argv(server), { timeoutMs: 20_000 });
+      await client.close();
+      targets[name] = target;
+      return;
+    } catch (error) {
+      errors.push(error.message);
+    }
+  }
+  skipped[name] = `could not run the fake server: ${errors.at(-1)}`;
+}
+await probe('local', 'local', [{}, { extraArgs: ['--mount', ROOT] }]);
+await probe('vm', 'vm', [{}, { serverOverride: [fakeBin] }]);
+for (const [name, reason] of Object.entries(UNBENCHABLE)) {
+  if (offered.includes(name)) skipped[name] = reason;
+  else skipped[name] = `${reason} (and not offered by this binary)`;
+}
+for (const name of offered)
+  if (!targets[name] && !skipped[name]) skipped[name] = 'not benched: unknown backend';
+log(`targets: ${Object.keys(targets).join(', ')}; skipped: ${Object.keys(skipped).join(', ') || 'none'}`);
+
+const results = {
+  machine: machineInfo(),
+  settings: {
+    quick,
+    ...settings,
+    throughputResultBytes: 1024 * 1024,
+    bigMessageBytes: BIG_BYTES,
+    npxPackage: NPX_PACKAGE,
+  },
+  backends: { offered, benched: Object.keys(targets).filter((n) => n !== 'direct'), skipped },
+  skipped,
+};
+
+async function each(section, list, run) {
+  const out = {};
+  for (const [name, target] of list) {
+    log(`${section}: ${name}`);
+    try {
+      out[name] = await run(target);
+    } catch (error) {
+      out[name] = { error: error.message };
+      log(`${section}: ${name} failed: ${error.message}`);
+    }
+  }
+  return out;
+}
+
+/** Direct and none first, then none with --trace, then the other backends. */
+function withTrace(tracePath) {
+  const [first, second, ...rest] = Object.entries(targets);
+  const trace = bridgeTarget('none + trace', 'none', { nodeOptions, extraArgs: ['--trace', tracePath] });
+  return [first, second, ['none + trace', trace], ...rest];
+}
+const ordered = Object.entries(targets);
+
+for (const [suite, measure, setting] of [
+  ['latency', measureLatency, settings.latency],
+  ['throughput', measureThroughput, settings.throughput],
+]) {
+  if (!only.has(suite)) continue;
+  const trace = tempTrace();
+  try {
+    log(`${suite}: ${Object.keys(targets).join(', ')}, none + trace (interleaved)`);
+    results[suite] = await measure(withTrace(trace.path), server, setting, log);
+  } finally {
+    trace.dispose();
+  }
+}
+if (only.has('big'))
+  results.bigMessage = await each('20 MB message', ordered, (t) => measureBigMessages(t, server));
+
+if (only.has('cold')) {
+  log('cold start');
+  const cases = [];
+  for (const name of ['direct', 'none', 'local']) {
+    if (targets[name]) cases.push({ key: name, argv: targets[name].argv(server) });
+  }
+  if (!flags['no-npx']) {
+    // Outside the repository, so npx cannot find the workspace's own copy: the npx cache path.
+    const cwd = join(os.tmpdir(), 'mcpsandbox-bench-npx');
+    mkdirSync(cwd, { recursive: true });
+    const npxServer = ['npx', '-y', NPX_PACKAGE, 'stdio'];
+    for (const name of ['direct', 'none', 'local']) {
+      if (targets[name]) cases.push({ key: `npx ${name}`, argv: targets[name].argv(npxServer), cwd });
+    }
+  }
+  // The untimed first start of each case fills the npx cache (a real install on a fresh machine).
+  results.coldStart = await measureColdStarts(cases, {
+    ...settings.cold,
+    timeoutMs: 30_000,
+    warmTimeoutMs: 180_000,
+  });
+  if (!targets.local) results.coldStart.local = { skipped: skipped.local };
+}
+
+if (only.has('memory')) {
+  log('memory: steady');
+  results.memory = { target: 'none' };
+  try {
+    results.memory.steady = await measureSteadyMemory(targets.none, server, settings.memory);
+  } catch (error) {
+    results.memory.steady = { error: error.message };
+  }
+  log('memory: paused client');
+  try {
+    results.memory.paused = await measurePausedClient(targets.none, flood, settings.paused);
+  } catch (error) {
+    results.memory.paused = { error: error.message };
+  }
+}
+
+if (only.has('vm-sandbox')) {
+  log('vm-sandbox');
+  results.vmSandbox = await runVmSandboxBench({ timeoutMs: quick ? 60_000 : 120_000, quick });
+}
+
+results.targets = checkTargets(results);
+results.durationSeconds = Math.round((Date.now() - started) / 1000);
+results.machine.loadAverageAtEnd = os.loadavg().map((l) => Math.round(l * 100) / 100);
+writeFileSync(flags.out, `${JSON.stringify(results, null, 2)}\n`);
+
+const m = results.machine;
+process.stdout.write(
+  `## mcp-sandbox bench — ${m.date.slice(0, 10)}, ${m.cpu}, ${m.cores} cores, Node ${m.node}, ${m.platform}, load average ${m.loadAverage[0]} → ${m.loadAverageAtEnd[0]}${quick ? ' (--quick)' : ''}\n\n`,
+);
+process.stdout.write(
+  `${renderTables(results)}\n### Targets\n\n\`\`\`\n${renderTargets(results.targets)}\n\`\`\`\n\n`,
+);
+process.stdout.write(
+  `Raw results: ${flags.out.startsWith(ROOT) ? flags.out.slice(ROOT.length + 1) : flags.out} (${results.durationSeconds} s)\n`,
+);
