@@ -467,3 +467,43 @@ describe('ls', () => {
     expect(result.stdout).not.toContain('fixture-password');
   });
 });
+
+describe('edge cases', () => {
+  it('an env name run cannot forward: the entry is left alone, with the reason', async () => {
+    h = sandboxHome();
+    const file = join(h.home, '.cursor', 'mcp.json');
+    const text =
+      '{ "mcpServers": { "odd": { "command": "x", "env": { "my-key": "1" } }, "fine": { "command": "y" } } }\n';
+    h.put(file, text);
+    const result = await h.run(['wrap', '--client', 'cursor', '--all']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('odd: skipped ("env" has names run cannot forward: my-key), left alone');
+    expect(readFileSync(file, 'utf8')).toContain('"odd": { "command": "x", "env"');
+    expect(readFileSync(file, 'utf8')).toContain(
+      '"fine": { "command": "npx", "args": ["-y", "mcp-sandbox@1.2.3", "run", "--", "y"] }',
+    );
+  });
+
+  it('CRLF files with one argument a line get CRLF in what is inserted, and come back exactly', async () => {
+    h = sandboxHome();
+    const file = join(h.home, '.cursor', 'mcp.json');
+    const text =
+      '{\r\n  "mcpServers": {\r\n    "a": {\r\n      "command": "node",\r\n      "args": [\r\n        "s.js"\r\n      ]\r\n    },\r\n    "b": {\r\n      "command": "node"\r\n    }\r\n  }\r\n}\r\n';
+    h.put(file, text);
+    expect((await h.run(['wrap', '--client', 'cursor', '--all'])).code).toBe(0);
+    const wrapped = readFileSync(file, 'utf8');
+    expect(wrapped.replace(/\r\n/g, '')).not.toContain('\n');
+    expect(wrapped).toContain('        "-y",\r\n        "mcp-sandbox@1.2.3",\r\n');
+    expect(wrapped).toContain(
+      '      "command": "npx",\r\n      "args": ["-y", "mcp-sandbox@1.2.3", "run", "--", "node"]\r\n',
+    );
+    for (const backup of h.backups(file)) writeFileSync(backup, '{}');
+    await h.run(['unwrap', '--client', 'cursor', '--server', 'a']);
+    expect(readFileSync(file, 'utf8')).toBe(
+      text.replace(
+        '"command": "node"\r\n    }',
+        '"command": "npx",\r\n      "args": ["-y", "mcp-sandbox@1.2.3", "run", "--", "node"]\r\n    }',
+      ),
+    );
+  });
+});

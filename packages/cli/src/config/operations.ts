@@ -13,6 +13,9 @@ import {
 import { type JsonNode, JsonSyntaxError, parseJsonDocument } from './jsonc.js';
 import { listServers, type ServerEntry } from './servers.js';
 
+/** What `run --env` accepts as a variable name. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 export interface LoadedConfig {
   readonly location: ConfigLocation;
   /** The file edits go to (the target of a symlink). */
@@ -102,6 +105,9 @@ export function planWrap(config: LoadedConfig, chosen: readonly ServerEntry[], w
       outcomes.push({ name: label, action: 'skipped', note: 'already sandboxed' });
     } else if (entry.kind === 'unknown') {
       outcomes.push({ name: label, action: 'skipped', note: entry.note ?? 'not a stdio server entry' });
+    } else if (entry.envKeys.some((k) => !ENV_NAME.test(k))) {
+      const bad = entry.envKeys.filter((k) => !ENV_NAME.test(k)).join(', ');
+      outcomes.push({ name: label, action: 'skipped', note: `"env" has names run cannot forward: ${bad}` });
     } else {
       edits.push(...wrapEdits(config.text, entry, wrapFor(entry)));
       outcomes.push({ name: label, action: 'wrapped', ...(entry.note ? { note: entry.note } : {}) });
