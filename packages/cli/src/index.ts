@@ -22,6 +22,7 @@ export { ConfigFileError } from './config/files.js';
 export { JsonSyntaxError } from './config/jsonc.js';
 export { parseWrapped, type WrappedCommand } from './config/servers.js';
 export {
+  backendProbeFrom,
   bubblewrapBackendProbe,
   defaultBackendProbes,
   envKeyBackendProbe,

@@ -207,6 +207,10 @@ describe('recognising a wrapped entry', () => {
       },
     ],
     [
+      ['/opt/mcp-sandbox/dist/bin.js', 'run', '--', 'x'],
+      { launcher: ['/opt/mcp-sandbox/dist/bin.js'], runArgs: [], server: ['x'] },
+    ],
+    [
       ['C:\\npm\\mcp-sandbox.cmd', 'run', '--', 'x'],
       { launcher: ['C:\\npm\\mcp-sandbox.cmd'], runArgs: [], server: ['x'] },
     ],

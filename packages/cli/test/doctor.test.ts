@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { PassThrough, Writable } from 'node:stream';
-import type { SandboxBackend } from '@mcpsandbox/core';
+import { BackendUnavailableError, type SandboxBackend } from '@mcpsandbox/core';
 import { describe, expect, it } from 'vitest';
 import {
   type BackendRegistry,
+  backendProbeFrom,
   type CliOptions,
   type DoctorHost,
   type DoctorSetup,
@@ -143,7 +144,7 @@ describe('doctor on a faked machine', () => {
     const host = fakeHost();
     await doctor({ host });
     expect(host.calls).toContain(
-      'bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp -- true',
+      'bwrap --unshare-user --disable-userns --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp -- true',
     );
   });
 
@@ -176,11 +177,11 @@ describe('doctor on a faked machine', () => {
   it('bubblewrap too old', async () => {
     const r = await doctor({
       host: fakeHost({
-        programs: { bwrap: (a) => (a[0] === '--version' ? ok('bubblewrap 0.3.3\n') : ok('')) },
+        programs: { bwrap: (a) => (a[0] === '--version' ? ok('bubblewrap 0.7.0\n') : ok('')) },
       }),
     });
     expect(r.code).toBe(1);
-    expect(r.line('bubblewrap')).toMatch(/^✗ bubblewrap: bwrap 0\.3\.3 is older than 0\.4\.0 — fix: upgrade/);
+    expect(r.line('bubblewrap')).toMatch(/^✗ bubblewrap: bwrap 0\.7\.0 is older than 0\.8\.0 — fix: upgrade/);
   });
 
   const blocked = (stderr: string) => ({
@@ -312,6 +313,32 @@ describe('doctor on a faked machine', () => {
       '✗ backend local (default): not usable: its probe failed: boom',
     );
     expect(broken.code).toBe(1);
+  });
+
+  it("backendProbeFrom adapts a backend package's own probe: resolves = usable, a SandboxError = its message", async () => {
+    const host = fakeHost();
+    const yes = await doctor({
+      host,
+      backendProbes: {
+        local: backendProbeFrom(
+          async () => ({ bwrapVersion: '0.9.0' }),
+          (i) => `bubblewrap ${i.bwrapVersion}`,
+        ),
+      },
+    });
+    expect(yes.line('backend local (default)')).toBe('✓ backend local (default): usable: bubblewrap 0.9.0');
+    const no = await doctor({
+      host,
+      backendProbes: {
+        local: backendProbeFrom(async () => {
+          throw new BackendUnavailableError('bubblewrap (bwrap) is not installed; install it');
+        }),
+      },
+    });
+    expect(no.line('backend local (default)')).toBe(
+      '✗ backend local (default): not usable: bubblewrap (bwrap) is not installed; install it',
+    );
+    expect(no.code).toBe(1);
   });
 
   it('a sandboxing backend nobody can probe is not claimed to work', async () => {

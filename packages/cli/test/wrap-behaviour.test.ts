@@ -200,6 +200,18 @@ describe('wrap', () => {
       'bin/mcp-sandbox',
     ]);
     expect(relative.code).toBe(2);
+    // A launcher ls and unwrap could not recognise is refused.
+    const anonymous = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--all',
+      '--launcher',
+      '/opt/cli/dist/bin.js',
+    ]);
+    expect(anonymous.code).toBe(2);
+    expect(anonymous.stderr).toContain('must contain "mcp-sandbox"');
+    expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
     const result = await h.run([
       'wrap',
       '--client',

@@ -26,7 +26,7 @@ import {
   selectServers,
   writePlan,
 } from '../config/operations.js';
-import type { ServerEntry } from '../config/servers.js';
+import { parseWrapped, type ServerEntry } from '../config/servers.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
 import { reportError } from '../report.js';
@@ -118,6 +118,12 @@ export async function resolveLauncher(
   const path = ctx.platform === 'win32' ? win32 : posix;
   if (!path.isAbsolute(launcher)) {
     throw new UsageError(`--launcher ${launcher}: expected npx, path, or the absolute path of mcp-sandbox`);
+  }
+  // ls and unwrap find wrapped entries by their launcher: it has to say mcp-sandbox.
+  if (!parseWrapped(launcher, ['run', '--', 'server'])) {
+    throw new UsageError(
+      `--launcher ${launcher}: its path must contain "mcp-sandbox" (a symlink named mcp-sandbox will do), so that ls and unwrap recognise wrapped entries`,
+    );
   }
   return [launcher];
 }

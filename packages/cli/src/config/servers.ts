@@ -132,6 +132,9 @@ export function parseWrapped(command: string, args: readonly string[]): WrappedC
     if (/^mcp-sandbox(@[^/\s]*)?$/.test(argv[i] ?? '')) runAt = i + 1;
   } else if (name === 'node' && /mcp-sandbox/.test(args[0] ?? '')) {
     runAt = 2;
+  } else if (/mcp-sandbox/.test(command)) {
+    // An absolute launcher such as /opt/mcp-sandbox/bin/cli.js.
+    runAt = 1;
   }
   if (runAt === -1 || argv[runAt] !== 'run') return undefined;
   const runArgs: string[] = [];

@@ -1,14 +1,16 @@
 import { posix, win32 } from 'node:path';
+import { isSandboxError } from '@mcpsandbox/core';
 import type { BackendProbe, BackendStatus, CheckResult, DoctorCheck, DoctorHost } from './types.js';
 
 /** mcp-sandbox's own floor (package.json engines). */
 export const MIN_NODE = '20.19.0';
-/** The oldest bubblewrap with every flag the namespace probe (and the local backend) uses. */
-export const MIN_BUBBLEWRAP = '0.4.0';
+/** The oldest bubblewrap the local backend accepts: 0.8.0 added --disable-userns, which it relies on. */
+export const MIN_BUBBLEWRAP = '0.8.0';
 
 /** The namespaces and mounts an OS sandbox needs, tried for real with `true` inside. */
 export const USERNS_PROBE_ARGS = [
   '--unshare-user',
+  '--disable-userns',
   '--unshare-pid',
   '--unshare-ipc',
   '--unshare-uts',
@@ -366,5 +368,21 @@ export function defaultBackendProbes(host: DoctorHost): Record<string, BackendPr
       'E2B_API_KEY',
       'export E2B_API_KEY=<your key from https://e2b.dev/dashboard>',
     ),
+  };
+}
+
+/**
+ * Adapts a backend package's own start-up probe (one that resolves when the backend can run and
+ * throws a SandboxError saying what to fix when it cannot) to a doctor probe.
+ */
+export function backendProbeFrom<T>(probe: () => Promise<T>, describe?: (found: T) => string): BackendProbe {
+  return async () => {
+    try {
+      const found = await probe();
+      return { usable: true, summary: describe ? describe(found) : 'its probe passed' };
+    } catch (error) {
+      if (isSandboxError(error)) return { usable: false, summary: error.message };
+      throw error;
+    }
   };
 }
