@@ -150,6 +150,7 @@ describe('wrap', () => {
       'everything',
       'sandboxed-already',
       'escaped',
+      'remote-sse',
     ]);
   });
 
@@ -473,6 +474,7 @@ describe('ls', () => {
     expect(listed.map((l) => l.scope)).toEqual(['user', 'project']);
     expect(listed[0]?.servers.map((s) => [s.name, s.scope, s.kind])).toEqual([
       ['filesystem', 'user', 'stdio'],
+      ['sandboxed', 'user', 'wrapped'],
       ['notion', 'user', 'remote'],
       ['postgres', 'local', 'stdio'],
     ]);

@@ -93,6 +93,11 @@ describe.each(CASES)('$fixture', (c) => {
     expect(result.stderr).toContain(`--- ${file}`);
     expect(result.stderr).toMatch(/^\+.*mcp-sandbox/m);
     expect(result.stdout).toBe('');
+    // Every sample has a remote entry and one sandboxed by hand: both are left alone, with a note.
+    expect(result.stderr).toMatch(
+      /: skipped \(remote \(URL\) entry: it runs nowhere on this machine\), left alone/,
+    );
+    expect(result.stderr).toMatch(/: skipped \(already sandboxed\), left alone/);
   });
 
   it('unwrap after wrap gives back the original bytes', async () => {
