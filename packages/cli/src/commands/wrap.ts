@@ -1,6 +1,6 @@
 import { access, constants } from 'node:fs/promises';
 import { platform as osPlatform } from 'node:os';
-import { isAbsolute, posix, delimiter as posixDelimiter, resolve, win32 } from 'node:path';
+import { isAbsolute, posix, resolve, win32 } from 'node:path';
 import { createStderrLogger, type Logger, parseDuration, UsageError } from '@mcpsandbox/core';
 import { type Command, Option } from 'commander';
 import {
@@ -131,7 +131,9 @@ export async function resolveLauncher(
 async function findOnPath(name: string, ctx: LocateContext): Promise<string | undefined> {
   const win = ctx.platform === 'win32';
   const path = win ? win32 : posix;
-  const dirs = (ctx.env.PATH ?? ctx.env.Path ?? '').split(win ? ';' : posixDelimiter).filter(Boolean);
+  const dirs = (ctx.env.PATH ?? ctx.env.Path ?? '')
+    .split(win ? win32.delimiter : posix.delimiter)
+    .filter(Boolean);
   const exts = win ? (ctx.env.PATHEXT ?? '.EXE;.CMD;.BAT').split(';') : [''];
   for (const dir of dirs) {
     for (const ext of exts) {

@@ -1,4 +1,5 @@
 import { posix, win32 } from 'node:path';
+import { UsageError } from '@mcpsandbox/core';
 
 export const CLIENT_IDS = ['claude-desktop', 'claude-code', 'cursor', 'vscode', 'windsurf'] as const;
 export type ClientId = (typeof CLIENT_IDS)[number];
@@ -72,7 +73,7 @@ export interface LocateContext {
 
 function home(ctx: LocateContext): string {
   const value = ctx.platform === 'win32' ? (ctx.env.USERPROFILE ?? ctx.env.HOME) : ctx.env.HOME;
-  if (!value) throw new Error('HOME is not set: cannot find the user configuration');
+  if (!value) throw new UsageError('HOME is not set: cannot find the client configurations');
   return value;
 }
 
@@ -100,7 +101,7 @@ export function locateConfig(client: ClientId, project: boolean, ctx: LocateCont
     comments: spec.comments,
   });
   if (project && !spec.hasProjectScope) {
-    throw new Error(`${spec.name} has no project-scoped MCP configuration; drop --project`);
+    throw new UsageError(`${spec.name} has no project-scoped MCP configuration; drop --project`);
   }
   switch (client) {
     case 'claude-desktop':
