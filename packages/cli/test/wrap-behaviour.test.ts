@@ -423,6 +423,18 @@ describe('unwrap', () => {
     );
   });
 
+  it('unwrap --dry-run shows the diff and writes nothing', async () => {
+    const file = desktop();
+    await h.run(['wrap', '--client', 'claude-desktop', '--server', 'github']);
+    const wrapped = readFileSync(file, 'utf8');
+    const result = await h.run(['unwrap', '--client', 'claude-desktop', '--server', 'github', '--dry-run']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/^-\s+"mcp-sandbox@1\.2\.3",$/m);
+    expect(result.stderr).toContain('dry run: 1 server(s) would be unwrapped; nothing written');
+    expect(readFileSync(file, 'utf8')).toBe(wrapped);
+    expect(h.backups(file)).toHaveLength(1);
+  });
+
   it('unwrap leaves entries that are not sandboxed alone', async () => {
     const file = desktop();
     const result = await h.run(['unwrap', '--client', 'claude-desktop', '--server', 'memory']);
