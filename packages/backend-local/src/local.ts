@@ -1,16 +1,7 @@
-import type { ChildProcess, StdioOptions } from 'node:child_process';
+import type { StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import {
-  chmodSync,
-  chownSync,
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  statSync,
-} from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { chmod, readdir, rm } from 'node:fs/promises';
 import type { Server as NetServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -119,8 +110,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       spec.onEvent?.({ type: 'limits', enforced: limits.enforced, notEnforced: limits.notEnforced });
       const home = hostEnv.HOME ?? homedir();
       const npm: NpxCacheOptions = {
-        cacheRoot:
-          options.npmCacheDir ?? join(hostEnv.XDG_CACHE_HOME || join(home, '.cache'), 'mcp-sandbox', 'npm'),
+        cacheRoot: options.npmCacheDir ?? defaultNpmCache(hostEnv, home, found.runAs !== undefined),
         hostEnv,
         ...(options.npmRegistry ? { registry: options.npmRegistry } : {}),
       };
@@ -138,6 +128,20 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       });
     },
   };
+}
+
+/**
+ * `$XDG_CACHE_HOME/mcp-sandbox/npm`, or `~/.cache/…`. As root the sandbox runs as nobody, who
+ * cannot enter root's 0700 home: root's cache lives in /var/cache instead.
+ */
+export function defaultNpmCache(
+  hostEnv: Readonly<Record<string, string | undefined>>,
+  home: string,
+  runsAsOther: boolean,
+): string {
+  if (hostEnv.XDG_CACHE_HOME) return join(hostEnv.XDG_CACHE_HOME, 'mcp-sandbox', 'npm');
+  if (runsAsOther) return '/var/cache/mcp-sandbox/npm';
+  return join(home, '.cache', 'mcp-sandbox', 'npm');
 }
 
 export function parseGrants(allow: readonly string[] | undefined): NetGrant[] {
@@ -219,7 +223,7 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
-      install: (argv, binds, network) => this.spawn(argv, { network }, { binds }),
+      install: (argv, binds, network, env) => this.spawn(argv, { network, env }, { binds }),
     });
     if (result.bind) this.#extraBinds.push(result.bind);
     return result.command;
@@ -275,76 +279,57 @@ class LocalSandbox implements Sandbox {
       ipcFd = stdio.length;
       stdio.push('ipc');
     }
-    const openedFds: number[] = [];
     const bindArgs = (bind: Bind): string[] => {
-      if (!info.runAs || reachableByOthers(bind.source)) {
-        return [bind.mode === 'rw' ? '--bind' : '--ro-bind', bind.source, bind.dest];
-      }
-      // Root's files behind a 0700 directory: bwrap runs unprivileged and could not reach the
-      // source by path, so hand it an open descriptor instead.
-      if (!info.bindFd) {
+      // bwrap runs unprivileged: as root we run it as nobody, who must be able to reach the source.
+      if (info.runAs && !reachableBy(bind.source, info.runAs)) {
         throw new SandboxFailureError(
-          `cannot bind ${bind.source}: uid ${info.runAs.uid} cannot reach it and this bubblewrap has no --ro-bind-fd; ` +
-            'move it to a world-readable place or upgrade bubblewrap',
-          { code: 'E_BIND' },
+          `cannot bind ${bind.source} into the sandbox: mcp-sandbox runs as root, so the sandbox runs as ` +
+            `uid ${info.runAs.uid}, which cannot reach that path. Make it reachable (chmod o+x on each parent ` +
+            'directory, o+r on the files) or run mcp-sandbox as a normal user',
+          { code: 'E_BIND_UNREACHABLE' },
         );
       }
-      const fd = openSync(bind.source, 'r');
-      openedFds.push(fd);
-      const index = stdio.length;
-      stdio.push(fd);
-      return [bind.mode === 'rw' ? '--bind-fd' : '--ro-bind-fd', String(index), bind.dest];
+      return [bind.mode === 'rw' ? '--bind' : '--ro-bind', bind.source, bind.dest];
     };
 
-    let args: string[];
-    try {
-      args = [
-        '--unshare-user',
-        '--unshare-ipc',
-        '--unshare-pid',
-        '--unshare-net',
-        '--unshare-uts',
-        '--unshare-cgroup-try',
-        '--disable-userns',
-        '--die-with-parent',
-        '--new-session',
-        '--cap-drop',
-        'ALL',
-        '--hostname',
-        'mcp-sandbox',
-        '--ro-bind',
-        '/',
-        '/',
-        '--dev',
-        '/dev',
-        '--proc',
-        '/proc',
-      ];
-      const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
-      for (const root of tmpfsRoots) args.push('--tmpfs', root);
-      args.push('--bind', this.#home, this.#insideHome, '--bind', this.#tmp, SANDBOX_TMP);
-      for (const bind of dedupeBinds([...binds, ...mounted])) args.push(...bindArgs(bind));
-      for (const bind of userBinds) args.push(...bindArgs(bind));
-      // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
-      for (const root of tmpfsRoots) args.push('--remount-ro', root);
-      args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
-      if (options.cwd) args.push('--chdir', options.cwd);
-      args.push('--', ...this.#launcher(command, ipcFd));
-    } catch (error) {
-      for (const fd of openedFds) closeSync(fd);
-      throw error;
-    }
+    const args = [
+      '--unshare-user',
+      '--unshare-ipc',
+      '--unshare-pid',
+      '--unshare-net',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      '--disable-userns',
+      '--die-with-parent',
+      '--new-session',
+      '--cap-drop',
+      'ALL',
+      '--hostname',
+      'mcp-sandbox',
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+    ];
+    const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
+    for (const root of tmpfsRoots) args.push('--tmpfs', root);
+    args.push('--bind', this.#home, this.#insideHome, '--bind', this.#tmp, SANDBOX_TMP);
+    for (const bind of dedupeBinds([...binds, ...mounted])) args.push(...bindArgs(bind));
+    for (const bind of userBinds) args.push(...bindArgs(bind));
+    // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
+    for (const root of tmpfsRoots) args.push('--remount-ro', root);
+    args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
+    if (options.cwd) args.push('--chdir', options.cwd);
+    args.push('--', ...this.#launcher(command, ipcFd));
 
-    let child: ChildProcess;
-    try {
-      child = await startChild(info.bwrapPath, args, {
-        env,
-        stdio,
-        ...(info.runAs ? { uid: info.runAs.uid, gid: info.runAs.gid } : {}),
-      });
-    } finally {
-      for (const fd of openedFds) closeSync(fd);
-    }
+    const child = await startChild(info.bwrapPath, args, {
+      env,
+      stdio,
+      ...(info.runAs ? { uid: info.runAs.uid, gid: info.runAs.gid } : {}),
+    });
     const seccompPipe = child.stdio[SECCOMP_FD] as NodeJS.WritableStream;
     seccompPipe.on('error', () => {});
     seccompPipe.end(Buffer.from(this.#seccomp));
@@ -478,24 +463,22 @@ function tryKill(pid: number, signal: KillSignal): void {
   }
 }
 
-/** True when every directory on the way is searchable by others and the target readable. */
-function reachableByOthers(path: string): boolean {
+/** True when `who` can search every directory on the way and read the target (group bits ignored). */
+function reachableBy(path: string, who: { readonly uid: number }): boolean {
+  const allows = (mode: number, owner: number, bits: number) =>
+    owner === who.uid ? (mode & (bits << 6)) !== 0 : (mode & bits) !== 0;
   try {
-    const parts = path.split('/').filter(Boolean);
     let current = '';
-    for (const part of parts.slice(0, -1)) {
+    for (const part of path.split('/').filter(Boolean).slice(0, -1)) {
       current += `/${part}`;
-      const mode = statMode(current);
-      if ((mode & 0o001) === 0) return false;
+      const stat = statSync(current);
+      if (!allows(stat.mode, stat.uid, 0o1)) return false;
     }
-    return (statMode(path) & 0o004) !== 0;
+    const stat = statSync(path);
+    return allows(stat.mode, stat.uid, 0o4);
   } catch {
     return false;
   }
-}
-
-function statMode(path: string): number {
-  return statSync(path).mode;
 }
 
 function readHardLimits(): Record<string, number | undefined> {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync } from 'node:fs';
-import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, lchown, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import {
   type NetworkSpec,
@@ -74,6 +74,7 @@ export interface NpxDeps {
     argv: readonly string[],
     binds: readonly Bind[],
     network: NetworkSpec,
+    env: Readonly<Record<string, string>>,
   ) => Promise<SpawnedProcess>;
 }
 
@@ -89,7 +90,8 @@ export async function prepareNpx(
 ): Promise<{ command: readonly string[]; bind?: Bind }> {
   const parsed = parseNpxCommand(command);
   if (!parsed) return { command };
-  const registry = normalizeRegistry(deps.cache.registry ?? (await hostRegistry(deps.cache.hostEnv)));
+  const npmConfig = await hostNpmConfig(deps.cache.hostEnv);
+  const registry = normalizeRegistry(deps.cache.registry ?? npmConfig.registry);
   const key = cacheKey(registry, parsed.spec);
   const entry = join(deps.cache.cacheRoot, key);
   const inside = `${SANDBOX_NPM_ROOT}/${key}`;
@@ -104,7 +106,7 @@ export async function prepareNpx(
     const grant = `${registryUrl.hostname}:${port}`;
     say(`installing ${parsed.spec} from ${registry} into ${entry} (network: ${grant} only)`);
     deps.onEvent?.({ type: 'prepare', cache: 'miss', spec: parsed.spec, entry, network: [grant] });
-    mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: 0o700 });
+    mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
     const staging = await mkdtemp(join(deps.cache.cacheRoot, `${key}.tmp-`));
     try {
       if (deps.runAs) chownSync(staging, deps.runAs.uid, deps.runAs.gid);
@@ -120,14 +122,27 @@ export async function prepareNpx(
         '--no-update-notifier',
         '--loglevel',
         'warn',
+        '--fetch-retries',
+        '1',
+        ...(npmConfig.strictSsl ? [] : ['--strict-ssl', 'false']),
+        ...(npmConfig.cafile ? ['--cafile', npmConfig.cafile] : []),
         parsed.spec,
       ];
-      const proc = await deps.install(argv, [{ source: staging, dest: inside, mode: 'rw' }], {
-        allow: [grant],
-      });
+      // --prefix moves npm's global config out of sight: carry the host's CA trust over explicitly.
+      const extraCa = deps.cache.hostEnv.NODE_EXTRA_CA_CERTS;
+      const binds: Bind[] = [{ source: staging, dest: inside, mode: 'rw' }];
+      for (const file of [npmConfig.cafile, extraCa]) {
+        if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
+      }
+      const env: Record<string, string> = extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {};
+      const proc = await deps.install(argv, binds, { allow: [grant] }, env);
       void proc.closeStdin();
+      let tail = '';
       const forward = async (stream: AsyncIterable<Uint8Array>) => {
-        for await (const chunk of stream) options.stderr(chunk);
+        for await (const chunk of stream) {
+          options.stderr(chunk);
+          tail = (tail + Buffer.from(chunk).toString()).slice(-2000);
+        }
       };
       const abort = () => void proc.kill('SIGKILL');
       options.signal?.addEventListener('abort', abort, { once: true });
@@ -137,12 +152,17 @@ export async function prepareNpx(
       if (status.code !== 0) {
         throw new SetupFailedError(
           `installing ${parsed.spec} failed (npm exited ${status.code ?? status.signal}); ` +
-            `the install may reach ${grant} only`,
+            `the install may reach ${grant} only${tail ? `. npm said: ${lastLines(tail, 5)}` : ''}`,
           status.code,
         );
       }
       installed = await describeInstall(staging, parsed.spec, registry);
       await writeFile(join(staging, MARKER), `${JSON.stringify(installed)}\n`);
+      if (deps.runAs) {
+        // Installed as nobody; owned by us from now on, so no other nobody process can change it.
+        await chownTree(staging, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
+      }
+      await chmod(staging, 0o755);
       try {
         await rename(staging, entry);
       } catch (error) {
@@ -201,18 +221,46 @@ function normalizeRegistry(registry: string): string {
   return registry.endsWith('/') ? registry : `${registry}/`;
 }
 
-function hostRegistry(hostEnv: Readonly<Record<string, string | undefined>>): Promise<string> {
-  const fromEnv = hostEnv.npm_config_registry ?? hostEnv.NPM_CONFIG_REGISTRY;
-  if (fromEnv) return Promise.resolve(fromEnv);
+/** The host npm's registry and TLS trust (never its credentials), which the install inside needs. */
+export interface HostNpmConfig {
+  readonly registry: string;
+  readonly cafile: string | undefined;
+  readonly strictSsl: boolean;
+}
+
+function hostNpmConfig(hostEnv: Readonly<Record<string, string | undefined>>): Promise<HostNpmConfig> {
   return new Promise((resolve) => {
     execFile(
       'npm',
-      ['config', 'get', 'registry'],
+      ['config', 'get', 'registry', 'cafile', 'strict-ssl'],
       { env: { ...hostEnv }, timeout: 15_000 },
-      (error, stdout) => {
-        const value = String(stdout).trim();
-        resolve(!error && /^https?:\/\//.test(value) ? value : DEFAULT_NPM_REGISTRY);
+      (_error, stdout) => {
+        const values = new Map<string, string>();
+        for (const line of String(stdout).split('\n')) {
+          const at = line.indexOf('=');
+          if (at > 0) values.set(line.slice(0, at).trim(), line.slice(at + 1).trim());
+        }
+        const registry = values.get('registry') ?? '';
+        const cafile = values.get('cafile');
+        resolve({
+          registry: /^https?:\/\//.test(registry) ? registry : DEFAULT_NPM_REGISTRY,
+          cafile: cafile && cafile !== 'null' && cafile.startsWith('/') ? cafile : undefined,
+          strictSsl: values.get('strict-ssl') !== 'false',
+        });
       },
     );
   });
+}
+
+async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
+  await lchown(dir, uid, gid);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await chownTree(path, uid, gid);
+    else await lchown(path, uid, gid);
+  }
+}
+
+function lastLines(text: string, count: number): string {
+  return text.trim().split('\n').slice(-count).join(' / ');
 }

@@ -20,8 +20,6 @@ export interface LocalProbeFacts {
   /** From `bwrap --version`, e.g. `0.8.0`. */
   readonly bwrapVersion: string | undefined;
   readonly prlimitPath: string | undefined;
-  /** Whether this bwrap has `--ro-bind-fd` (0.10, or a distribution backport). */
-  readonly bindFd: boolean;
   /** A real bwrap run with the sandbox's namespace flags; absent when bwrap is unusable anyway. */
   readonly trial: { readonly ok: boolean; readonly stderr: string } | undefined;
   /** Raw sysctl values, absent when the kernel has no such knob. */
@@ -40,8 +38,6 @@ export interface LocalSandboxInfo {
   readonly runAs: { readonly uid: number; readonly gid: number } | undefined;
   /** `prlimit` for resource limits; absent means limits cannot be enforced. */
   readonly prlimitPath: string | undefined;
-  /** Whether bind sources may be passed as open descriptors (`--ro-bind-fd`). */
-  readonly bindFd: boolean;
   /** Things that work but weaker than asked, for stderr. */
   readonly warnings: readonly string[];
 }
@@ -113,7 +109,6 @@ export function evaluateLocalProbe(
     arch: facts.arch,
     runAs: facts.uid === 0 ? runAsWhenRoot : undefined,
     prlimitPath: facts.prlimitPath,
-    bindFd: facts.bindFd,
     warnings,
   };
 }
@@ -202,11 +197,6 @@ async function gatherFacts(
     const result = await run(bwrapPath, ['--version'], undefined);
     bwrapVersion = /(\d+\.\d+(?:\.\d+)?)/.exec(result.stdout)?.[1];
   }
-  let bindFd = given.bindFd ?? false;
-  if (!('bindFd' in given) && bwrapPath && bwrapVersion && platform === 'linux') {
-    const help = await run(bwrapPath, ['--help'], undefined);
-    bindFd = help.stdout.includes('--ro-bind-fd');
-  }
   let trial = given.trial;
   if (!('trial' in given) && platform === 'linux' && bwrapPath && bwrapVersion) {
     if (compareVersions(bwrapVersion, MIN_BWRAP_VERSION) >= 0) {
@@ -241,7 +231,7 @@ async function gatherFacts(
     ),
     ...readKnob('maxUserNamespaces', '/proc/sys/user/max_user_namespaces'),
   };
-  return { platform, arch, uid, bwrapPath, bwrapVersion, prlimitPath, bindFd, trial, sysctl };
+  return { platform, arch, uid, bwrapPath, bwrapVersion, prlimitPath, trial, sysctl };
 }
 
 function readKnob(key: string, path: string): Record<string, string> {

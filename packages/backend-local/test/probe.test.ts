@@ -14,7 +14,6 @@ const healthy: LocalProbeFacts = {
   bwrapPath: '/usr/bin/bwrap',
   bwrapVersion: '0.8.0',
   prlimitPath: '/usr/bin/prlimit',
-  bindFd: false,
   trial: { ok: true, stderr: '' },
   sysctl: {},
 };
