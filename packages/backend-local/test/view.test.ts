@@ -1,0 +1,93 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLocalBackend } from '../src/index.js';
+import { commandBinds, dedupeBinds, hiddenRoots, sandboxPath } from '../src/view.js';
+import { run } from './helpers.js';
+
+// A fake host home next to this file, with a tool installed the way nvm installs node.
+const home = mkdtempSync(join(import.meta.dirname, '.tmp-home-'));
+chmodSync(home, 0o755);
+const prefix = join(home, '.tools/versions/tool-1.0');
+mkdirSync(join(prefix, 'bin'), { recursive: true });
+mkdirSync(join(prefix, 'lib'));
+writeFileSync(join(prefix, 'lib/data.txt'), 'data from the install prefix\n');
+writeFileSync(
+  join(prefix, 'bin/mytool'),
+  '#!/bin/sh\necho "tool ran"\ncat "$(dirname "$0")/../lib/data.txt"\n',
+  {
+    mode: 0o755,
+  },
+);
+mkdirSync(join(home, '.ssh'));
+writeFileSync(join(home, '.ssh/id_rsa'), 'not for the sandbox\n');
+afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+describe('the sandbox view', () => {
+  it('hides the host home besides the fixed roots', () => {
+    const roots = hiddenRoots(home);
+    expect(roots).toContain(home);
+    expect(roots).toContain('/root');
+    expect(roots).not.toContain('/');
+  });
+
+  it('binds the install prefix of a command under a hidden directory, nothing wider', () => {
+    const { binds, pathDir } = commandBinds(join(prefix, 'bin/mytool'), hiddenRoots(home));
+    expect(binds).toEqual([{ source: prefix, dest: prefix, mode: 'ro' }]);
+    expect(pathDir).toBe(join(prefix, 'bin'));
+  });
+
+  it('drops binds covered by a wider one', () => {
+    const binds = dedupeBinds([
+      { source: '/a/b', dest: '/a/b', mode: 'ro' },
+      { source: '/a', dest: '/a', mode: 'ro' },
+    ]);
+    expect(binds).toEqual([{ source: '/a', dest: '/a', mode: 'ro' }]);
+  });
+
+  it('keeps visible host PATH entries and drops hidden ones', () => {
+    const path = sandboxPath(['/opt/x/bin'], `${home}/bin:/usr/bin`, hiddenRoots(home));
+    expect(path.split(':')[0]).toBe('/opt/x/bin');
+    expect(path).toContain('/usr/bin');
+    expect(path).not.toContain(home);
+  });
+
+  it('runs a command installed under the hidden home, while the rest of that home stays hidden', async () => {
+    const box = await createLocalBackend({
+      hostEnv: { ...process.env, HOME: home, PATH: `${join(prefix, 'bin')}:${process.env.PATH}` },
+    }).create({ sessionId: 'view', env: {}, ttlMs: 30_000 });
+    try {
+      const result = await run(box, ['mytool']);
+      expect(result.stdout).toBe('tool ran\ndata from the install prefix\n');
+      const secret = await run(box, ['cat', join(home, '.ssh/id_rsa')]);
+      expect(secret.code).not.toBe(0);
+      expect(secret.stdout).toBe('');
+      const write = await run(box, ['sh', '-c', `echo x > ${join(prefix, 'lib/new.txt')}`]);
+      expect(write.code).not.toBe(0);
+    } finally {
+      await box.close();
+    }
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    'as root, refuses a bind that nobody could reach, naming the fix',
+    async () => {
+      const locked = mkdtempSync(join(import.meta.dirname, '.tmp-locked-'));
+      try {
+        const box = await createLocalBackend().create({
+          sessionId: 'locked',
+          env: {},
+          ttlMs: 30_000,
+          mounts: [{ hostPath: locked, sandboxPath: '/run/locked', mode: 'ro' }],
+        });
+        try {
+          await expect(box.exec(['true'])).rejects.toMatchObject({ code: 'E_BIND_UNREACHABLE' });
+        } finally {
+          await box.close();
+        }
+      } finally {
+        rmSync(locked, { recursive: true, force: true });
+      }
+    },
+  );
+});
