@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { runCli } from '@mcpsandbox/cli';
+import { probeLocalSandbox } from '@mcpsandbox/backend-local';
+import { backendProbeFrom, createSystemDoctorHost, envKeyBackendProbe, runCli } from '@mcpsandbox/cli';
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
 
 function version(): string {
@@ -11,6 +12,7 @@ function version(): string {
 
 /** Runs the `mcp-sandbox` program on this process's stdio and resolves with its exit code. */
 export function main(args: readonly string[]): Promise<number> {
+  const host = createSystemDoctorHost({ env: process.env, nodeVersion: process.versions.node });
   return runCli(args, {
     backends: builtInBackends,
     defaultBackend: DEFAULT_BACKEND,
@@ -22,6 +24,20 @@ export function main(args: readonly string[]): Promise<number> {
       env: process.env,
       cwd: process.cwd(),
       signals: process,
+    },
+    doctor: {
+      host,
+      // The same probe `local` runs at start: doctor's verdict and the backend's cannot disagree.
+      backendProbes: {
+        local: backendProbeFrom(
+          () => probeLocalSandbox(),
+          (found) =>
+            `bubblewrap ${found.bwrapVersion}${found.runAs ? `, runs as uid ${found.runAs.uid}` : ''}`,
+        ),
+        e2b: envKeyBackendProbe(host, 'E2B_API_KEY', 'export E2B_API_KEY=<key from your E2B dashboard>'),
+        none: async () => ({ usable: true, summary: 'always available (no isolation)' }),
+        fake: async () => ({ usable: true, summary: 'always available (in memory, for tests)' }),
+      },
     },
   });
 }

@@ -88,4 +88,11 @@ describe('mcp-sandbox run: setup, custom backends, output discipline', () => {
     expect(result.code).toBe(0);
     expect(result.stdout.toString()).toMatch(/^\d+\.\d+\.\d+\n$/);
   });
+
+  it('doctor checks this machine with the backends the binary ships, and exits 0 when local works', async () => {
+    const result = await spawnBin(['doctor']).result;
+    expect(result.stdout.toString()).toMatch(/✓ backend local \(default\): usable: bubblewrap \d+\.\d+/);
+    expect(result.stdout.toString()).toMatch(/backend e2b/);
+    expect(result.code).toBe(0);
+  });
 });
