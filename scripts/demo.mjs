@@ -1,19 +1,17 @@
 // The main job, end to end: the real MCP SDK client starts `mcp-sandbox run -- <server>` exactly as
 // Claude Code or Cursor would, and lists the server's tools through the sandbox.
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-const require = createRequire(import.meta.url);
 const bin = fileURLToPath(new URL('../apps/cli/dist/bin.js', import.meta.url));
-const server = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
-const repo = fileURLToPath(new URL('..', import.meta.url));
 const runArgs = process.argv.slice(2);
+// Straight from the registry, as users start servers: installed inside the sandbox on first use
+// (egress limited to the registry), then run with no network at all.
+const server = ['npx', '-y', '@modelcontextprotocol/server-everything@2026.8.31'];
 
-// The server's files are granted read-only: the sandbox shows nothing else of this machine.
-const args = [bin, 'run', '--mount', `${repo}:ro`, ...runArgs, '--', 'node', server, 'stdio'];
-console.error(`$ mcp-sandbox run --mount ${repo}:ro ${runArgs.join(' ')} -- node ${server} stdio`);
+const args = [bin, 'run', ...runArgs, '--', ...server];
+console.error(`$ mcp-sandbox run ${[...runArgs, '--', ...server].join(' ')}`);
 const transport = new StdioClientTransport({ command: process.execPath, args, stderr: 'inherit' });
 const client = new Client({ name: 'mcp-sandbox-demo', version: '1.0.0' }, { capabilities: {} });
 await client.connect(transport);

@@ -178,7 +178,9 @@ export function formatReport(report: ServerReport): string {
     `${server} · protocol ${report.protocolVersion ?? '?'} · backend ${report.backend} (${report.isolation})`,
   );
   lines.push(`capabilities: ${Object.keys(report.capabilities).sort().join(', ') || 'none'}`);
-  if (report.instructions) lines.push(`instructions: ${firstLine(report.instructions)}`);
+  // Instructions are often markdown: show their first line of prose, not a heading.
+  const instructions = report.instructions?.split('\n').find((l) => l.trim() && !l.trim().startsWith('#'));
+  if (instructions) lines.push(`instructions: ${firstLine(instructions)}`);
   lines.push('', `tools (${report.tools.length})`);
   lines.push(
     ...table(
