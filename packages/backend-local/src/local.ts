@@ -377,6 +377,8 @@ class LocalSandbox implements Sandbox {
       }),
     };
     this.#live.add(live);
+    // close() may have begun while bwrap was starting: it did not see this process, so end it here.
+    if (this.#closing) await proc.kill('SIGKILL');
     return proc;
   }
 
@@ -391,7 +393,8 @@ class LocalSandbox implements Sandbox {
       // bwrap sets PWD; the environment is the allowlist and nothing else.
       return ['/bin/sh', '-c', 'unset PWD; exec "$@"', 'sh', ...limited];
     }
-    const script = `"$0" -e "$1" || exit 125; unset PWD NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift; exec "$@"`;
+    // The relay runs before the command, with the user's NODE_OPTIONS cleared: nothing but it runs then.
+    const script = `NODE_OPTIONS= "$0" -e "$1" || exit 125; unset PWD NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift; exec "$@"`;
     return ['/bin/sh', '-c', script, process.execPath, relaySource(SANDBOX_PROXY_PORT), ...limited];
   }
 
