@@ -137,15 +137,31 @@ export function renderTables(results) {
           `${fmt(r.minMs)}–${fmt(r.maxMs)}`,
           name === baseKey ? dash : plus(r.medianMs, base, 'ms'),
           name === baseKey ? '1.00×' : times(r.medianMs, base),
-          r.samplesMs.length,
+          `${r.samplesMs.length}${r.failures ? ` (${r.failures.length} failed)` : ''}`,
         ]);
     }
+    const phaseRows = Object.entries(coldStart)
+      .filter(([, r]) => r.phasesMs)
+      .map(([name, r]) => [
+        name,
+        fmt(r.phasesMs.binaryStart, 0),
+        fmt(r.phasesMs.createSandbox, 1),
+        fmt(r.phasesMs.prepareAndExec, 1),
+        fmt(r.phasesMs.serverToFirstReply, 1),
+      ]);
     out.push(
       '### Cold start: spawn → first response (initialize), ms',
       '',
       table(['target', 'median', 'range', 'vs direct', 'ratio', 'runs'], rows),
       '',
     );
+    if (phaseRows.length > 0)
+      out.push(
+        'Where a bridged start goes (median of 3 more starts with `--trace`, ms): the binary loading until the session starts, `create()` of the sandbox, `prepare()` and `exec()` of the command, the server until its first reply.',
+        '',
+        table(['target', 'binary start', 'create', 'prepare + exec', 'server → first reply'], phaseRows),
+        '',
+      );
   }
 
   if (memory) {

@@ -19,7 +19,8 @@ export function bridgeTarget(name, backend, { extraArgs = [], nodeOptions = [], 
     bridge: true,
     backend,
     nodeOptions,
-    argv: (server) => [
+    /** `more`: further `run` options for this one command (such as `--trace file`). */
+    argv: (server, more = []) => [
       process.execPath,
       ...nodeOptions,
       BIN,
@@ -28,6 +29,7 @@ export function bridgeTarget(name, backend, { extraArgs = [], nodeOptions = [], 
       '--backend',
       backend,
       ...extraArgs,
+      ...more,
       '--',
       ...(serverOverride ?? server),
     ],

@@ -1,8 +1,9 @@
 // Cold start: from spawn() to the answer to `initialize`, sent at once. Runs alternate between
 // targets so a drifting machine affects each the same.
+import { readFileSync } from 'node:fs';
 import { initializeRequest, RawClient } from '../lib/client.mjs';
 import { median, round } from '../lib/stats.mjs';
-import { withTimeout } from '../lib/targets.mjs';
+import { tempTrace, withTimeout } from '../lib/targets.mjs';
 
 async function oneStart(argv, cwd, timeoutMs) {
   const client = new RawClient(argv, cwd ? { cwd } : {});
@@ -27,8 +28,8 @@ async function oneStart(argv, cwd, timeoutMs) {
 }
 
 /**
- * `cases`: [{ key, argv, cwd? }]. One untimed start each first (it warms caches, and a case that
- * cannot start is dropped with its error), then `runs` timed starts each.
+ * `cases`: [{ key, argv, cwd?, runs? }]. One untimed start each first (it warms caches, and a
+ * case that cannot start is dropped with its error), then `runs` timed starts each.
  */
 export async function measureColdStarts(cases, { runs, timeoutMs = 30_000, warmTimeoutMs = timeoutMs }) {
   const results = {};
@@ -44,20 +45,71 @@ export async function measureColdStarts(cases, { runs, timeoutMs = 30_000, warmT
   }
   for (let i = 0; i < runs; i++) {
     for (const c of live) {
+      if (i >= (c.runs ?? runs)) continue;
       const entry = results[c.key];
-      if (entry.skipped) continue;
       try {
         entry.samplesMs.push(round(await oneStart(c.argv, c.cwd, timeoutMs), 2));
       } catch (error) {
-        results[c.key] = { skipped: error.message };
+        // A start that fails is counted, not timed; the case is dropped only if none succeeds.
+        entry.failures = [...(entry.failures ?? []), error.message];
       }
     }
   }
-  for (const entry of Object.values(results)) {
+  for (const c of live) {
+    if (!c.traced || results[c.key].skipped) continue;
+    try {
+      results[c.key].phasesMs = await phases(c, timeoutMs);
+    } catch (error) {
+      results[c.key].phasesError = error.message;
+    }
+  }
+  for (const [key, entry] of Object.entries(results)) {
     if (entry.skipped) continue;
+    if (entry.samplesMs.length === 0) {
+      results[key] = { skipped: entry.failures?.at(-1) ?? 'no start succeeded' };
+      continue;
+    }
     entry.medianMs = round(median(entry.samplesMs), 2);
     entry.minMs = Math.min(...entry.samplesMs);
     entry.maxMs = Math.max(...entry.samplesMs);
   }
   return results;
+}
+
+const PHASE_RUNS = 3;
+
+/**
+ * Where a bridge's cold start goes, from its own trace (medians of a few extra starts with
+ * `--trace`): the binary starting up (spawn → session start, wall clock, ms resolution), creating
+ * the sandbox, preparing and starting the command, and the server's own start to its first reply.
+ */
+async function phases(c, timeoutMs) {
+  const runs = [];
+  for (let i = 0; i < PHASE_RUNS; i++) {
+    const trace = tempTrace();
+    try {
+      const spawnedAt = Date.now();
+      await oneStart(c.traced(trace.path), c.cwd, timeoutMs);
+      const first = {};
+      for (const line of readFileSync(trace.path, 'utf8').split('\n')) {
+        if (line === '') continue;
+        const record = JSON.parse(line);
+        const key = record.type === 'message' ? `message ${record.dir}` : record.type;
+        first[key] ??= record;
+      }
+      const t = (key) => first[key]?.t;
+      const start = first['session-start'];
+      runs.push({
+        binaryStart: Date.parse(start.ts) - spawnedAt,
+        createSandbox: t('sandbox-created') - t('session-start'),
+        prepareAndExec: t('process-start') - t('sandbox-created'),
+        serverToFirstReply: t('message server->client') - t('process-start'),
+      });
+    } finally {
+      trace.dispose();
+    }
+  }
+  const out = {};
+  for (const key of Object.keys(runs[0])) out[key] = round(median(runs.map((r) => r[key])), 1);
+  return out;
 }
