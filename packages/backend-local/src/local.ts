@@ -1,16 +1,17 @@
 import type { StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { chmod, readdir, rm } from 'node:fs/promises';
 import type { Server as NetServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import {
   type BackendFactoryOptions,
   type ExecOptions,
   type KillSignal,
   type Logger,
+  type MountSpec,
   type PrepareOptions,
   type Sandbox,
   type SandboxBackend,
@@ -18,6 +19,7 @@ import {
   type SandboxSpec,
   SPECIFICATION_VERSION,
   silentLogger,
+  UsageError,
 } from '@mcpsandbox/core';
 import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
 import { type NetGrant, parseGrant } from './grants.js';
@@ -31,6 +33,7 @@ import {
   commandBinds,
   dedupeBinds,
   hiddenRoots,
+  isHidden,
   locateCommand,
   SANDBOX_HOME,
   SANDBOX_TMP,
@@ -101,6 +104,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const found = await probe();
       createOptions?.signal?.throwIfAborted();
       const grants = parseGrants(spec.network?.allow);
+      checkMounts(spec.mounts ?? [], hiddenRoots(hostEnv.HOME ?? homedir()));
       const limits = planLimits(spec.limits, {
         prlimit: found.prlimitPath !== undefined,
         defaultMaxProcesses: options.defaultMaxProcesses ?? DEFAULT_MAX_PROCESSES,
@@ -142,6 +146,25 @@ export function defaultNpmCache(
   if (hostEnv.XDG_CACHE_HOME) return join(hostEnv.XDG_CACHE_HOME, 'mcp-sandbox', 'npm');
   if (runsAsOther) return '/var/cache/mcp-sandbox/npm';
   return join(home, '.cache', 'mcp-sandbox', 'npm');
+}
+
+/**
+ * Mount grants must name an existing host path and a place bwrap can create inside: an existing
+ * path, or one under a hidden (empty, tmpfs) directory. The read-only system cannot grow new ones.
+ */
+export function checkMounts(mounts: readonly MountSpec[], roots: readonly string[]): void {
+  for (const mount of mounts) {
+    if (!isAbsolute(mount.hostPath) || !isAbsolute(mount.sandboxPath)) {
+      throw new UsageError(`mount paths must be absolute: ${mount.hostPath} -> ${mount.sandboxPath}`);
+    }
+    if (!existsSync(mount.hostPath)) throw new UsageError(`mount source does not exist: ${mount.hostPath}`);
+    if (!existsSync(mount.sandboxPath) && !isHidden(mount.sandboxPath, roots)) {
+      throw new UsageError(
+        `cannot mount at ${mount.sandboxPath}: it does not exist in the sandbox's read-only view of the system; ` +
+          'choose an existing directory or a path under /tmp, /home, /mnt or /run',
+      );
+    }
+  }
 }
 
 export function parseGrants(allow: readonly string[] | undefined): NetGrant[] {
@@ -250,10 +273,18 @@ class LocalSandbox implements Sandbox {
     if (found === undefined) {
       throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
     }
-    for (const target of insideOnly ? [process.execPath] : [found, process.execPath]) {
-      const planned = commandBinds(target, this.#roots);
+    if (!insideOnly) {
+      const planned = commandBinds(found, this.#roots);
       binds.push(...planned.binds);
       if (planned.pathDir) pathDirs.push(planned.pathDir);
+    }
+    // Our own node, for the relay and `#!/usr/bin/env node` scripts. Optional when the sandbox
+    // user cannot reach it (root's ~/.nvm) and no relay is needed: the system node may do.
+    const ownNode = commandBinds(process.execPath, this.#roots);
+    const runAs = info.runAs;
+    if (!runAs || networked || ownNode.binds.every((bind) => reachableBy(bind.source, runAs))) {
+      binds.push(...ownNode.binds);
+      if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
     const userBinds: Bind[] = (spec.mounts ?? []).map((m) => ({
       source: m.hostPath,

@@ -69,6 +69,34 @@ describe('the sandbox view', () => {
     }
   });
 
+  it('refuses mounts bwrap could not make, before anything starts', async () => {
+    const backend = createLocalBackend();
+    const spec = { sessionId: 'mounts', env: {}, ttlMs: 30_000 };
+    await expect(
+      backend.create({
+        ...spec,
+        mounts: [{ hostPath: prefix, sandboxPath: '/no-such-dir-here', mode: 'ro' }],
+      }),
+    ).rejects.toMatchObject({ code: 'E_USAGE', message: expect.stringContaining('read-only view') });
+    await expect(
+      backend.create({
+        ...spec,
+        mounts: [{ hostPath: join(home, 'missing'), sandboxPath: '/tmp/x', mode: 'ro' }],
+      }),
+    ).rejects.toMatchObject({ code: 'E_USAGE' });
+    const box = await backend.create({
+      ...spec,
+      mounts: [{ hostPath: join(prefix, 'lib'), sandboxPath: '/tmp/granted', mode: 'ro' }],
+    });
+    try {
+      expect((await run(box, ['cat', '/tmp/granted/data.txt'])).stdout).toBe(
+        'data from the install prefix\n',
+      );
+    } finally {
+      await box.close();
+    }
+  });
+
   it.runIf(process.getuid?.() === 0)(
     'as root, refuses a bind that nobody could reach, naming the fix',
     async () => {
