@@ -1,11 +1,20 @@
-import type { StdioOptions } from 'node:child_process';
+import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { chmod, readdir, rm } from 'node:fs/promises';
 import type { Server as NetServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import {
   type BackendFactoryOptions,
   type ExecOptions,
@@ -207,6 +216,7 @@ class LocalSandbox implements Sandbox {
   readonly #seccomp: Uint8Array;
   /** Binds added by prepare() (the installed package), for every later exec. */
   readonly #extraBinds: Bind[] = [];
+  #staged = 0;
   #closing: Promise<void> | undefined;
 
   constructor(config: SandboxConfig) {
@@ -282,7 +292,11 @@ class LocalSandbox implements Sandbox {
     // user cannot reach it (root's ~/.nvm) and no relay is needed: the system node may do.
     const ownNode = commandBinds(process.execPath, this.#roots);
     const runAs = info.runAs;
-    if (!runAs || networked || ownNode.binds.every((bind) => reachableBy(bind.source, runAs))) {
+    const bindable = (bind: Bind) =>
+      runAs === undefined ||
+      reachableBy(bind.source, runAs) ||
+      (info.staging !== undefined && readableItself(bind.source, runAs));
+    if (networked || ownNode.binds.every(bindable)) {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
@@ -310,17 +324,29 @@ class LocalSandbox implements Sandbox {
       ipcFd = stdio.length;
       stdio.push('ipc');
     }
+    const staged: string[] = [];
     const bindArgs = (bind: Bind): string[] => {
+      const flag = bind.mode === 'rw' ? '--bind' : '--ro-bind';
       // bwrap runs unprivileged: as root we run it as nobody, who must be able to reach the source.
-      if (info.runAs && !reachableBy(bind.source, info.runAs)) {
-        throw new SandboxFailureError(
-          `cannot bind ${bind.source} into the sandbox: mcp-sandbox runs as root, so the sandbox runs as ` +
-            `uid ${info.runAs.uid}, which cannot reach that path. Make it reachable (chmod o+x on each parent ` +
-            'directory, o+r on the files) or run mcp-sandbox as a normal user',
-          { code: 'E_BIND_UNREACHABLE' },
-        );
+      if (!info.runAs || reachableBy(bind.source, info.runAs)) return [flag, bind.source, bind.dest];
+      // Behind a directory nobody may enter (root's home): bind it, as root, onto a place nobody
+      // can reach, in a mount namespace of its own that vanishes with the sandbox.
+      if (info.staging && readableItself(bind.source, info.runAs)) {
+        const stage = join(this.#root, 'binds', String(this.#staged++));
+        if (statSync(bind.source).isDirectory()) mkdirSync(stage, { recursive: true });
+        else {
+          mkdirSync(dirname(stage), { recursive: true });
+          writeFileSync(stage, '');
+        }
+        staged.push(bind.source, stage);
+        return [flag, stage, bind.dest];
       }
-      return [bind.mode === 'rw' ? '--bind' : '--ro-bind', bind.source, bind.dest];
+      throw new SandboxFailureError(
+        `cannot bind ${bind.source} into the sandbox: mcp-sandbox runs as root, so the sandbox runs as ` +
+          `uid ${info.runAs.uid}, which cannot read it. Make it readable (o+r, and o+x for directories) ` +
+          'or run mcp-sandbox as a normal user',
+        { code: 'E_BIND_UNREACHABLE' },
+      );
     };
 
     const args = [
@@ -356,11 +382,41 @@ class LocalSandbox implements Sandbox {
     if (options.cwd) args.push('--chdir', options.cwd);
     args.push('--', ...this.#launcher(command, ipcFd));
 
-    const child = await startChild(info.bwrapPath, args, {
-      env,
-      stdio,
-      ...(info.runAs ? { uid: info.runAs.uid, gid: info.runAs.gid } : {}),
-    });
+    let child: ChildProcess;
+    if (staged.length > 0 && info.runAs && info.staging) {
+      const { unshare, mount, setpriv } = info.staging;
+      const script = `while [ "$1" != -- ]; do "$0" --bind "$1" "$2" || exit 126; shift 2; done; shift; exec "$@"`;
+      const { uid, gid } = info.runAs;
+      child = await startChild(
+        unshare,
+        [
+          '--mount',
+          '--propagation',
+          'private',
+          '--',
+          '/bin/sh',
+          '-c',
+          script,
+          mount,
+          ...staged,
+          '--',
+          setpriv,
+          `--reuid=${uid}`,
+          `--regid=${gid}`,
+          '--clear-groups',
+          '--',
+          info.bwrapPath,
+          ...args,
+        ],
+        { env, stdio },
+      );
+    } else {
+      child = await startChild(info.bwrapPath, args, {
+        env,
+        stdio,
+        ...(info.runAs ? { uid: info.runAs.uid, gid: info.runAs.gid } : {}),
+      });
+    }
     const seccompPipe = child.stdio[SECCOMP_FD] as NodeJS.WritableStream;
     seccompPipe.on('error', () => {});
     seccompPipe.end(Buffer.from(this.#seccomp));
@@ -494,6 +550,18 @@ function tryKill(pid: number, signal: KillSignal): void {
     process.kill(pid, signal);
   } catch {
     // already gone
+  }
+}
+
+/** True when `who` can read the path itself (and enter it, for a directory), whatever lies above. */
+function readableItself(path: string, who: { readonly uid: number }): boolean {
+  try {
+    const stat = statSync(path);
+    const bits = stat.isDirectory() ? 0o5 : 0o4;
+    const mode = stat.uid === who.uid ? (stat.mode >> 6) & 0o7 : stat.mode & 0o7;
+    return (mode & bits) === bits;
+  } catch {
+    return false;
   }
 }
 

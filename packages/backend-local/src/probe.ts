@@ -20,6 +20,8 @@ export interface LocalProbeFacts {
   /** From `bwrap --version`, e.g. `0.8.0`. */
   readonly bwrapVersion: string | undefined;
   readonly prlimitPath: string | undefined;
+  /** util-linux's unshare, mount and setpriv; used as root to bind paths nobody could reach. */
+  readonly stagingTools?: StagingTools;
   /** A real bwrap run with the sandbox's namespace flags; absent when bwrap is unusable anyway. */
   readonly trial: { readonly ok: boolean; readonly stderr: string } | undefined;
   /** Raw sysctl values, absent when the kernel has no such knob. */
@@ -30,6 +32,12 @@ export interface LocalProbeFacts {
   };
 }
 
+export interface StagingTools {
+  readonly unshare: string;
+  readonly mount: string;
+  readonly setpriv: string;
+}
+
 export interface LocalSandboxInfo {
   readonly bwrapPath: string;
   readonly bwrapVersion: string;
@@ -38,6 +46,11 @@ export interface LocalSandboxInfo {
   readonly runAs: { readonly uid: number; readonly gid: number } | undefined;
   /** `prlimit` for resource limits; absent means limits cannot be enforced. */
   readonly prlimitPath: string | undefined;
+  /**
+   * As root: tools to bind, in a private mount namespace, sources the sandbox user could not
+   * reach by path (root's 0700 home). Absent when not root or when they are missing.
+   */
+  readonly staging: StagingTools | undefined;
   /** Things that work but weaker than asked, for stderr. */
   readonly warnings: readonly string[];
 }
@@ -109,6 +122,7 @@ export function evaluateLocalProbe(
     arch: facts.arch,
     runAs: facts.uid === 0 ? runAsWhenRoot : undefined,
     prlimitPath: facts.prlimitPath,
+    staging: facts.uid === 0 ? facts.stagingTools : undefined,
     warnings,
   };
 }
@@ -231,7 +245,24 @@ async function gatherFacts(
     ),
     ...readKnob('maxUserNamespaces', '/proc/sys/user/max_user_namespaces'),
   };
-  return { platform, arch, uid, bwrapPath, bwrapVersion, prlimitPath, trial, sysctl };
+  let stagingTools = given.stagingTools;
+  if (!('stagingTools' in given) && uid === 0) {
+    const [unshare, mount, setpriv] = ['unshare', 'mount', 'setpriv'].map((name) =>
+      findOnPath(name, searchPath),
+    );
+    if (unshare && mount && setpriv) stagingTools = { unshare, mount, setpriv };
+  }
+  return {
+    platform,
+    arch,
+    uid,
+    bwrapPath,
+    bwrapVersion,
+    prlimitPath,
+    trial,
+    sysctl,
+    ...(stagingTools ? { stagingTools } : {}),
+  };
 }
 
 function readKnob(key: string, path: string): Record<string, string> {

@@ -1,4 +1,5 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalBackend } from '../src/index.js';
@@ -98,23 +99,40 @@ describe('the sandbox view', () => {
   });
 
   it.runIf(process.getuid?.() === 0)(
-    'as root, refuses a bind that nobody could reach, naming the fix',
+    'as root, binds a readable path behind a directory nobody may enter, and refuses an unreadable one',
     async () => {
       const locked = mkdtempSync(join(import.meta.dirname, '.tmp-locked-'));
+      const stateDir = mkdtempSync(join(tmpdir(), 'mcpsandbox-state-'));
+      chmodSync(stateDir, 0o755);
+      mkdirSync(join(locked, 'inner'), { mode: 0o755 });
+      writeFileSync(join(locked, 'inner/data.txt'), 'behind a locked door\n', { mode: 0o644 });
+      mkdirSync(join(locked, 'private'), { mode: 0o700 });
       try {
-        const box = await createLocalBackend().create({
-          sessionId: 'locked',
-          env: {},
-          ttlMs: 30_000,
-          mounts: [{ hostPath: locked, sandboxPath: '/run/locked', mode: 'ro' }],
+        const backend = createLocalBackend({ stateDir });
+        const spec = { sessionId: 'locked', env: {}, ttlMs: 30_000 };
+        const box = await backend.create({
+          ...spec,
+          mounts: [{ hostPath: join(locked, 'inner'), sandboxPath: '/run/inner', mode: 'ro' }],
         });
         try {
-          await expect(box.exec(['true'])).rejects.toMatchObject({ code: 'E_BIND_UNREACHABLE' });
+          expect((await run(box, ['cat', '/run/inner/data.txt'])).stdout).toBe('behind a locked door\n');
+          // The staging mount lived in a mount namespace of its own: nothing is left on the host.
+          expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(stateDir);
         } finally {
           await box.close();
         }
+        const refused = await backend.create({
+          ...spec,
+          mounts: [{ hostPath: join(locked, 'private'), sandboxPath: '/run/private', mode: 'ro' }],
+        });
+        try {
+          await expect(refused.exec(['true'])).rejects.toMatchObject({ code: 'E_BIND_UNREACHABLE' });
+        } finally {
+          await refused.close();
+        }
       } finally {
         rmSync(locked, { recursive: true, force: true });
+        rmSync(stateDir, { recursive: true, force: true });
       }
     },
   );
