@@ -123,7 +123,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       spec.onEvent?.({ type: 'limits', enforced: limits.enforced, notEnforced: limits.notEnforced });
       const home = hostEnv.HOME ?? homedir();
       const npm: NpxCacheOptions = {
-        cacheRoot: options.npmCacheDir ?? defaultNpmCache(hostEnv, home, found.runAs !== undefined),
+        cacheRoot:
+          options.npmCacheDir ?? defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
         hostEnv,
         ...(options.npmRegistry ? { registry: options.npmRegistry } : {}),
       };
@@ -144,8 +145,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
 }
 
 /**
- * `$XDG_CACHE_HOME/mcp-sandbox/npm`, or `~/.cache/…`. As root the sandbox runs as nobody, who
- * cannot enter root's 0700 home: root's cache lives in /var/cache instead.
+ * `$XDG_CACHE_HOME/mcp-sandbox/npm`, or `~/.cache/…` (hidden from every sandbox). As root
+ * without the tools to bind from root's 0700 home, the cache lives in /var/cache instead.
  */
 export function defaultNpmCache(
   hostEnv: Readonly<Record<string, string | undefined>>,
