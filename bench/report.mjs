@@ -60,8 +60,6 @@ export function renderTables(results) {
         [...rows, ...skipRows(8, latency)],
       ),
       '',
-      '¹ CPU time (user + system) of the bridge process per call; for `direct`, of the server. Less sensitive to other load on the machine than the wall-clock figures.',
-      '',
     );
   }
 
@@ -86,6 +84,13 @@ export function renderTables(results) {
         ['target', 'MB/s', 'results', 'vs direct', 'CPU ms/MiB ¹'],
         [...rows, ...skipRows(5, throughput)],
       ),
+      '',
+    );
+  }
+
+  if (latency || throughput) {
+    out.push(
+      '¹ CPU time (user + system) of the bridge process per call or per MiB; for `direct`, of the server; for `fake`, of the bridge with the server inside it. Other load on the machine moves it far less than the wall-clock figures.',
       '',
     );
   }
