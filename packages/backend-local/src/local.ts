@@ -80,6 +80,17 @@ export const DEFAULT_MAX_PROCESSES = 256;
 export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBackend {
   const logger = options.logger ?? silentLogger;
   const hostEnv = options.hostEnv ?? process.env;
+  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, maxProcesses.
+  const settings = options.settings ?? {};
+  const settingNumber = (key: string): number | undefined => {
+    const value = settings[key];
+    if (value === undefined) return undefined;
+    const number = Number(value);
+    if (!Number.isSafeInteger(number) || number <= 0) {
+      throw new UsageError(`backend option ${key} must be a positive integer, not "${value}"`);
+    }
+    return number;
+  };
   let info: LocalSandboxInfo | undefined;
   let probing: Promise<LocalSandboxInfo> | undefined;
   const probe = () => {
@@ -116,7 +127,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       checkMounts(spec.mounts ?? [], hiddenRoots(hostEnv.HOME ?? homedir()));
       const limits = planLimits(spec.limits, {
         prlimit: found.prlimitPath !== undefined,
-        defaultMaxProcesses: options.defaultMaxProcesses ?? DEFAULT_MAX_PROCESSES,
+        defaultMaxProcesses:
+          options.defaultMaxProcesses ?? settingNumber('maxProcesses') ?? DEFAULT_MAX_PROCESSES,
         hardLimits: readHardLimits(),
       });
       for (const note of limits.notes) logger.warn(note);
@@ -124,9 +136,13 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const home = hostEnv.HOME ?? homedir();
       const npm: NpxCacheOptions = {
         cacheRoot:
-          options.npmCacheDir ?? defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
+          options.npmCacheDir ??
+          settings.npmCacheDir ??
+          defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
         hostEnv,
-        ...(options.npmRegistry ? { registry: options.npmRegistry } : {}),
+        ...((options.npmRegistry ?? settings.npmRegistry)
+          ? { registry: options.npmRegistry ?? settings.npmRegistry }
+          : {}),
       };
       return new LocalSandbox({
         spec,
@@ -135,7 +151,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         limits,
         hostEnv,
         hostHome: home,
-        stateDir: options.stateDir ?? tmpdir(),
+        stateDir: options.stateDir ?? settings.stateDir ?? tmpdir(),
         npm,
         logger,
         ...(options.resolve ? { resolve: options.resolve } : {}),

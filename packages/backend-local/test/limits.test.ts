@@ -65,4 +65,24 @@ describe('limits inside the sandbox', () => {
       await box.close();
     }
   });
+
+  it('takes the default process limit from --backend-option maxProcesses', async () => {
+    const box = await createLocalBackend({ settings: { maxProcesses: '33' } }).create({
+      sessionId: 'settings',
+      env: {},
+      ttlMs: 30_000,
+    });
+    try {
+      expect((await run(box, ['cat', '/proc/self/limits'])).stdout).toMatch(/Max processes\s+33\s+33/);
+    } finally {
+      await box.close();
+    }
+    await expect(
+      createLocalBackend({ settings: { maxProcesses: 'many' } }).create({
+        sessionId: 's',
+        env: {},
+        ttlMs: 1000,
+      }),
+    ).rejects.toMatchObject({ code: 'E_USAGE' });
+  });
 });
