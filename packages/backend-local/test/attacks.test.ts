@@ -42,12 +42,17 @@ let victim: ChildProcess;
 const open: Sandbox[] = [];
 
 beforeAll(async () => {
-  mkdirSync(join(plantedHome, '.ssh'), { mode: 0o700 });
+  // Readable by anyone: when the tests run as root the sandbox runs as nobody, and file
+  // permissions alone must not be what keeps the planted secrets out of reach.
+  chmodSync(plantedHome, 0o755);
+  mkdirSync(join(plantedHome, '.ssh'), { mode: 0o755 });
   writeFileSync(join(plantedHome, '.ssh/id_rsa'), `-----BEGIN OPENSSH PRIVATE KEY-----\n${MARKER}\n`, {
-    mode: 0o600,
+    mode: 0o644,
   });
-  mkdirSync(join(plantedHome, '.aws'));
-  writeFileSync(join(plantedHome, '.aws/credentials'), `[default]\naws_secret_access_key = ${MARKER}\n`);
+  mkdirSync(join(plantedHome, '.aws'), { mode: 0o755 });
+  writeFileSync(join(plantedHome, '.aws/credentials'), `[default]\naws_secret_access_key = ${MARKER}\n`, {
+    mode: 0o644,
+  });
   const greet = (server: Server) => server.on('connection', (socket) => socket.end(BANNER));
   tcpServer = createServer();
   greet(tcpServer);
@@ -59,9 +64,12 @@ beforeAll(async () => {
   // Let anyone connect, so that only the sandbox (not file permissions) stands in the way.
   chmodSync(socketDir, 0o755);
   chmodSync(socketPath, 0o777);
+  // As root the sandbox runs as nobody: the victim does too, so that only the sandbox's pid
+  // namespace, not a uid mismatch, keeps its environment out of reach.
   victim = spawn('sleep', ['120'], {
     env: { [SECRET_NAME]: SECRET, PATH: process.env.PATH ?? '' },
     stdio: 'ignore',
+    ...(IS_ROOT ? { uid: 65534, gid: 65534 } : {}),
   });
 });
 
