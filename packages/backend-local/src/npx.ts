@@ -228,7 +228,24 @@ export interface HostNpmConfig {
   readonly strictSsl: boolean;
 }
 
+const npmConfigs = new Map<string, Promise<HostNpmConfig>>();
+
+/** Asks the host's npm once per process and environment: it takes half a second. */
 function hostNpmConfig(hostEnv: Readonly<Record<string, string | undefined>>): Promise<HostNpmConfig> {
+  const key = JSON.stringify(
+    Object.entries(hostEnv)
+      .filter(([name]) => ['HOME', 'PATH', 'XDG_CONFIG_HOME'].includes(name) || /^npm_config_/i.test(name))
+      .sort(([a], [b]) => (a < b ? -1 : 1)),
+  );
+  let config = npmConfigs.get(key);
+  if (!config) {
+    config = askNpm(hostEnv);
+    npmConfigs.set(key, config);
+  }
+  return config;
+}
+
+function askNpm(hostEnv: Readonly<Record<string, string | undefined>>): Promise<HostNpmConfig> {
   return new Promise((resolve) => {
     execFile(
       'npm',
