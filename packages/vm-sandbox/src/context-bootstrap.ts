@@ -22,6 +22,7 @@ export interface BootstrapConfig {
   readonly argv: readonly string[];
   readonly maxLogBytes: number;
   readonly maxMessageBytes: number;
+  readonly allowCodeGeneration: boolean;
 }
 
 export function contextBootstrap(configJson: string, helpers: readonly unknown[]): unknown {
@@ -51,6 +52,11 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
   const isArray = Array.isArray;
   const arrayPush = Array.prototype.push;
   const arrayJoin = Array.prototype.join;
+  const stringIncludes = String.prototype.includes;
+  const construct = Reflect.construct;
+  const getPrototypeOf = Object.getPrototypeOf;
+  const FunctionCtor = Function;
+  const SyntaxErrorCtor = SyntaxError;
 
   const config = jsonParse(configJson) as BootstrapConfig;
 
@@ -85,6 +91,40 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
   defineProperty(ErrorCtor, 'prepareStackTrace', { value: undefined, writable: false, configurable: false });
   delete (ErrorCtor as { captureStackTrace?: unknown }).captureStackTrace;
   for (const name of ['SharedArrayBuffer', 'Atomics', 'FinalizationRegistry', 'WeakRef']) delete G[name];
+
+  // With code generation opted in, import() in generated code would bypass the host's parser
+  // check, and Node answers it with host-realm errors. Every way to compile a string goes
+  // through a wrapper that refuses any source mentioning `import`.
+  if (config.allowCodeGeneration) {
+    const originalEval = G.eval as (source: unknown) => unknown;
+    const refuse = (sources: string[]) => {
+      for (const source of sources) {
+        if (apply(stringIncludes, source, ['import']) as boolean) {
+          throw new SyntaxErrorCtor('import is not available in this sandbox');
+        }
+      }
+    };
+    define(G, 'eval', function evaluate(source: unknown) {
+      if (typeof source !== 'string') return source;
+      refuse([source]);
+      return originalEval(source);
+    });
+    const guardConstructor = (ctor: (...args: unknown[]) => unknown) => {
+      const guarded = function (this: unknown, ...args: unknown[]) {
+        const sources: string[] = [];
+        for (const arg of args) apply(arrayPush, sources, [StringCtor(arg)]);
+        refuse(sources);
+        return construct(ctor, sources);
+      };
+      defineProperty(guarded, 'prototype', { value: ctor.prototype, writable: false });
+      defineProperty(ctor.prototype, 'constructor', { value: guarded, writable: true, configurable: true });
+      return guarded;
+    };
+    define(G, 'Function', guardConstructor(FunctionCtor as never));
+    for (const sample of [async () => {}, function* () {}, async function* () {}]) {
+      guardConstructor(getPrototypeOf(sample).constructor);
+    }
+  }
 
   const describe = (error: unknown): string => {
     let name = 'Error';

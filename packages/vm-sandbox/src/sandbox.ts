@@ -250,6 +250,7 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       argv: [...(options.argv ?? [])],
       maxLogBytes,
       maxMessageBytes: this.#limits.maxBytes,
+      allowCodeGeneration: options.allowCodeGeneration ?? false,
     };
     return {
       bootstrapSource: bootstrapSource(),
