@@ -3,8 +3,10 @@
  * `bwrap --seccomp FD`. Assembled here so that no build needs libseccomp.
  *
  * It refuses: new AF_UNIX sockets (host services listening on filesystem sockets that a
- * read-only view still exposes), AF_VSOCK sockets (the hypervisor's side channel), and io_uring
- * (a large kernel surface that also bypasses this filter for the operations it submits).
+ * read-only view still exposes), AF_VSOCK sockets (the hypervisor's side channel), io_uring
+ * (a large kernel surface that also bypasses this filter for the operations it submits), the
+ * kernel keyring calls (the inherited session keyring can hold the user's tickets and keys),
+ * and perf_event_open, bpf and userfaultfd (kernel surface that servers do not need).
  * socketpair() stays allowed: runtimes use it for their own pipes and it reaches nothing.
  */
 
@@ -14,14 +16,19 @@ export type SeccompArch = 'x64' | 'arm64' | 'riscv64';
 interface ArchTable {
   readonly auditArch: number;
   readonly socket: number;
+  /** add_key, request_key, keyctl, perf_event_open, bpf, userfaultfd. */
+  readonly refused: readonly number[];
   /** x86_64 also accepts x32 calls (number | 0x40000000), which would dodge the numbers below. */
   readonly x32Bit?: number;
 }
 
+// arm64 and riscv64 share the generic system call table.
+const GENERIC_REFUSED = [217, 218, 219, 241, 280, 282];
+
 const ARCHES: Record<SeccompArch, ArchTable> = {
-  x64: { auditArch: 0xc000003e, socket: 41, x32Bit: 0x40000000 },
-  arm64: { auditArch: 0xc00000b7, socket: 198 },
-  riscv64: { auditArch: 0xc00000f3, socket: 198 },
+  x64: { auditArch: 0xc000003e, socket: 41, refused: [248, 249, 250, 298, 321, 323], x32Bit: 0x40000000 },
+  arm64: { auditArch: 0xc00000b7, socket: 198, refused: GENERIC_REFUSED },
+  riscv64: { auditArch: 0xc00000f3, socket: 198, refused: GENERIC_REFUSED },
 };
 
 // io_uring_setup, io_uring_enter, io_uring_register share these numbers on every arch above.
@@ -68,7 +75,7 @@ export function buildSeccompFilter(arch: SeccompArch): Uint8Array {
   ];
   if (table.x32Bit !== undefined) steps.push({ op: 'jset', k: table.x32Bit, yes: 'kill' });
   steps.push({ op: 'jeq', k: table.socket, yes: 'socket' });
-  for (const nr of IO_URING) steps.push({ op: 'jeq', k: nr, yes: 'enosys' });
+  for (const nr of [...IO_URING, ...table.refused]) steps.push({ op: 'jeq', k: nr, yes: 'enosys' });
   steps.push(
     { op: 'ret', k: SECCOMP_RET_ALLOW },
     { op: 'label', name: 'socket' },
@@ -160,6 +167,10 @@ export function runSeccompFilter(
 
 export function auditArchOf(arch: SeccompArch): number {
   return ARCHES[arch].auditArch;
+}
+
+export function refusedSyscallsOf(arch: SeccompArch): readonly number[] {
+  return ARCHES[arch].refused;
 }
 
 export function socketSyscallOf(arch: SeccompArch): number {
