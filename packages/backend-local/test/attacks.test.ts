@@ -1,5 +1,5 @@
 /**
- * A hostile server's attempts, run from the attacker's side. Every case runs the same payload
+ * A hostile MCP server's attempts, run from the attacker's side and driven by the real SDK Client. Every case runs the same payload
  * twice: under `local`, where it must fail, and under `none`, where it must succeed — so that a
  * case that cannot tell the difference fails instead of passing.
  */
@@ -19,9 +19,10 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Sandbox, SandboxBackend, SandboxSpec } from '@mcpsandbox/core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBackend, createNoneBackend } from '../src/index.js';
-import { run } from './helpers.js';
+import { SandboxProcessTransport } from './sdk-transport.js';
 
 const HOSTILE = readFileSync(new URL('./fixtures/hostile.cjs', import.meta.url), 'utf8');
 const IS_ROOT = process.getuid?.() === 0;
@@ -102,6 +103,7 @@ async function sandbox(which: 'local' | 'none', spec: Partial<SandboxSpec> = {})
   return box;
 }
 
+/** Starts the hostile server in a fresh sandbox and has the real SDK Client call one attack. */
 async function attempt(
   which: 'local' | 'none',
   attack: string,
@@ -109,15 +111,16 @@ async function attempt(
   spec: Partial<SandboxSpec> = {},
 ): Promise<{ success: boolean; detail: string; box: Sandbox }> {
   const box = await sandbox(which, spec);
-  const result = await run(box, ['node', '-e', HOSTILE, attack, JSON.stringify(args)]);
-  const line = result.stdout.trim().split('\n').pop() ?? '';
-  let parsed: { success: boolean; detail: string };
+  const proc = await box.exec(['node', '-e', HOSTILE, 'serve']);
+  const client = new Client({ name: 'attack-test', version: '0.0.0' }, { capabilities: {} });
+  await client.connect(new SandboxProcessTransport(proc));
   try {
-    parsed = JSON.parse(line) as { success: boolean; detail: string };
-  } catch {
-    throw new Error(`${attack} under ${which} printed no verdict: ${result.stdout} ${result.stderr}`);
+    const result = await client.callTool({ name: attack, arguments: args }, undefined, { timeout: 25_000 });
+    const content = result.content as Array<{ type: string; text: string }>;
+    return { ...(JSON.parse(content[0]!.text) as { success: boolean; detail: string }), box };
+  } finally {
+    await client.close();
   }
-  return { ...parsed, box };
 }
 
 /** The attempt fails under `local` and succeeds under `none`. */
