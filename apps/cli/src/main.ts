@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { probeLocalSandbox } from '@mcpsandbox/backend-local';
 import { backendProbeFrom, createSystemDoctorHost, envKeyBackendProbe, runCli } from '@mcpsandbox/cli';
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
 
@@ -30,7 +29,7 @@ export function main(args: readonly string[]): Promise<number> {
       // The same probe `local` runs at start: doctor's verdict and the backend's cannot disagree.
       backendProbes: {
         local: backendProbeFrom(
-          () => probeLocalSandbox(),
+          async () => (await import('@mcpsandbox/backend-local')).probeLocalSandbox(),
           (found) =>
             `bubblewrap ${found.bwrapVersion}${found.runAs ? `, runs as uid ${found.runAs.uid}` : ''}`,
         ),

@@ -13,7 +13,8 @@ import {
 export interface BackendEntry {
   /** One line for `--help`. */
   readonly summary: string;
-  create(options: BackendFactoryOptions): SandboxBackend;
+  /** May load the backend's module on demand, so a binary pays only for the backend it runs. */
+  create(options: BackendFactoryOptions): SandboxBackend | Promise<SandboxBackend>;
 }
 
 export type BackendRegistry = Readonly<Record<string, BackendEntry>>;
@@ -30,7 +31,7 @@ export async function resolveBackend(
   cwd: string,
 ): Promise<SandboxBackend> {
   const entry = Object.hasOwn(registry, name) ? registry[name] : undefined;
-  if (entry) return checkBackend(entry.create(options), name);
+  if (entry) return checkBackend(await entry.create(options), name);
   if (!looksLikeModule(name)) {
     const known = Object.keys(registry).join(', ');
     throw new UsageError(

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { createStderrLogger, ExitCode, type FrameHandler, LineFramer, startBridge } from '@mcpsandbox/core';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Command } from 'commander';
@@ -72,6 +72,8 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
       ...(plan.policy ? { policy: plan.policy } : {}),
     });
     const transport = new PipeTransport(toServer, toClient);
+    // The SDK client is loaded only here: `run`, the hot path, never pays for it.
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const client = new Client(
       { name: 'mcp-sandbox-inspect', version: options.version },
       { capabilities: {} },

@@ -77,10 +77,11 @@ async function backendStatus(
       return { usable: false, summary: `its probe failed: ${(error as Error).message}` };
     }
   }
-  // Factories are synchronous and do no I/O: safe to build one just to read its isolation.
+  // Factories do no I/O (an entry may load the backend's module first): safe to build one just to
+  // read its isolation.
   let isolation: string;
   try {
-    isolation = create({ hostEnv: host.env, logger: silentLogger, settings: {} }).isolation;
+    isolation = (await create({ hostEnv: host.env, logger: silentLogger, settings: {} })).isolation;
   } catch (error) {
     return { usable: false, summary: `cannot be created: ${(error as Error).message}` };
   }
