@@ -7,6 +7,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   statSync,
   writeFileSync,
@@ -241,7 +242,10 @@ class LocalSandbox implements Sandbox {
     this.#roots = hiddenRoots(config.hostHome);
     this.#insideHome = this.#roots.includes('/home') ? SANDBOX_HOME : '/run/sandbox-home';
     this.#seccomp = buildSeccompFilter(config.info.arch);
-    this.#root = mkdtempSync(join(config.stateDir, 'mcp-sandbox-'));
+    sweepAbandoned(config.stateDir);
+    this.#root = mkdtempSync(join(config.stateDir, STATE_PREFIX));
+    // Who owns this directory: a later sandbox removes it if that process died without close().
+    writeFileSync(join(this.#root, OWNER_FILE), String(process.pid));
     this.#home = join(this.#root, 'home');
     this.#tmp = join(this.#root, 'tmp');
     mkdirSync(this.#home, { mode: 0o700 });
@@ -611,6 +615,39 @@ function readHardLimits(): Record<string, number | undefined> {
     return { nproc: hard('Max processes'), nofile: hard('Max open files'), data: hard('Max data size') };
   } catch {
     return {};
+  }
+}
+
+const STATE_PREFIX = 'mcp-sandbox-';
+const OWNER_FILE = '.owner-pid';
+
+/** Removes private directories left by host processes that were killed before close(). */
+function sweepAbandoned(stateDir: string): void {
+  let entries: string[];
+  try {
+    entries = readdirSync(stateDir).filter((name) => name.startsWith(STATE_PREFIX));
+  } catch {
+    return;
+  }
+  for (const name of entries) {
+    const dir = join(stateDir, name);
+    let pid: number;
+    try {
+      pid = Number(readFileSync(join(dir, OWNER_FILE), 'utf8'));
+    } catch {
+      continue;
+    }
+    if (!Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
+    void removeTree(dir);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -67,6 +67,28 @@ describe('the sandbox view', () => {
       expect(write.code).not.toBe(0);
     } finally {
       await box.close();
+    }
+  });
+
+  it('removes private directories of host processes that died before close()', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'mcpsandbox-state-'));
+    try {
+      const abandoned = join(stateDir, 'mcp-sandbox-abandoned');
+      mkdirSync(join(abandoned, 'home'), { recursive: true });
+      // A pid that cannot be alive (above the kernel's maximum).
+      writeFileSync(join(abandoned, '.owner-pid'), '999999999');
+      const box = await createLocalBackend({ stateDir }).create({
+        sessionId: 'sweep',
+        env: {},
+        ttlMs: 30_000,
+      });
+      const own = readdirSync(stateDir).filter((name) => name !== 'mcp-sandbox-abandoned');
+      expect(own).toHaveLength(1);
+      await box.close();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(readdirSync(stateDir)).toEqual([]);
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true });
     }
   });
 
