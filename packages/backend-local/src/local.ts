@@ -255,10 +255,14 @@ class LocalSandbox implements Sandbox {
     if (runAs) {
       for (const dir of [this.#root, this.#home, this.#tmp]) chownSync(dir, runAs.uid, runAs.gid);
     }
-    this.#ttl = setTimeout(() => {
-      config.spec.onEvent?.({ type: 'ttl-expired', ttlMs: config.spec.ttlMs });
-      void this.close();
-    }, config.spec.ttlMs);
+    // setTimeout fires at once for anything above 2^31-1 ms: cap it (about 24 days).
+    this.#ttl = setTimeout(
+      () => {
+        config.spec.onEvent?.({ type: 'ttl-expired', ttlMs: config.spec.ttlMs });
+        void this.close();
+      },
+      Math.min(config.spec.ttlMs, 2_147_483_647),
+    );
     this.#ttl.unref();
   }
 

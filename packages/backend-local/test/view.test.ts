@@ -92,6 +92,20 @@ describe('the sandbox view', () => {
     }
   });
 
+  it('keeps a sandbox with a TTL beyond what setTimeout can hold', async () => {
+    const box = await createLocalBackend().create({
+      sessionId: 'ttl',
+      env: {},
+      ttlMs: Number.MAX_SAFE_INTEGER,
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await run(box, ['true'])).code).toBe(0);
+    } finally {
+      await box.close();
+    }
+  });
+
   it('refuses mounts bwrap could not make, before anything starts', async () => {
     const backend = createLocalBackend();
     const spec = { sessionId: 'mounts', env: {}, ttlMs: 30_000 };
