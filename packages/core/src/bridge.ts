@@ -17,6 +17,7 @@ import {
   errorResponseLine,
   headHasMethod,
   idTextFromHead,
+  inspectLargeLine,
   inspectMessage,
   type MessageInfo,
 } from './jsonrpc.js';
@@ -90,6 +91,8 @@ export function startBridge(options: BridgeOptions): BridgeSession {
 }
 
 const NEWLINE = Buffer.from('\n');
+/** Lines from this size on are classified from their ends (unless a trace needs their text). */
+const LARGE_LINE_BYTES = 64 * 1024;
 
 class Bridge {
   readonly done: Promise<BridgeResult>;
@@ -281,12 +284,20 @@ class Bridge {
   async #toServer(line: Buffer): Promise<void> {
     const content = lineContent(line);
     if (content.length === 0) return;
-    const text = content.toString();
-    const info = inspectMessage(text);
+    let text: string | undefined;
+    let info = this.#classify(content);
+    if (
+      info === undefined ||
+      (this.#policy && (info.method === 'tools/call' || info.method === 'tools/list'))
+    ) {
+      text = content.toString();
+      info = inspectMessage(text);
+    }
     if (info.kind === 'request') this.#inflight.set(info.idKey as string, info.idText as string);
     // A refused call is recorded as a policy decision: it never crosses to the server.
     if (this.#policy && info.kind === 'request' && !this.#admit(info)) return;
-    this.#trace?.message('client->server', text, line.length, info.kind !== 'invalid');
+    if (this.#trace)
+      this.#trace.message('client->server', text as string, line.length, info.kind !== 'invalid');
     const proc = this.#proc ?? (await this.#ready.promise);
     if (proc && !this.#serverStatus) {
       try {
@@ -334,27 +345,41 @@ class Bridge {
   async #toClient(line: Buffer): Promise<void> {
     const content = lineContent(line);
     if (content.length === 0) return;
-    const text = content.toString();
-    const info = inspectMessage(text);
-    if (info.kind === 'invalid' || typeof info.value !== 'object' || info.value === null) {
+    let text: string | undefined;
+    let info = this.#classify(content);
+    if (info === undefined || (info.kind === 'response' && this.#toolLists.has(info.idKey as string))) {
+      text = content.toString();
+      info = inspectMessage(text);
+    }
+    const notAnObject = info.value !== undefined && (typeof info.value !== 'object' || info.value === null);
+    if (info.kind === 'invalid' || notAnObject) {
       // stdout belongs to the protocol: anything else is the server's noise, shown on stderr.
-      const shown = this.#redact(text);
+      text ??= content.toString();
       this.#trace?.event('stdout-diverted', { raw: text });
-      this.#write(this.#o.errorOutput, `[server stdout, not JSON-RPC] ${shown}\n`);
+      this.#write(this.#o.errorOutput, `[server stdout, not JSON-RPC] ${this.#redact(text)}\n`);
       return;
     }
-    let forward = line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]);
+    const whole = line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]);
+    let forward = whole;
     if (info.kind === 'response') {
       this.#settle(info.idKey as string);
-      if (this.#toolLists.delete(info.idKey as string)) forward = this.#filterTools(info, forward);
+      if (this.#toolLists.delete(info.idKey as string)) forward = this.#filterTools(info, whole);
     }
-    this.#trace?.message(
-      'server->client',
-      forward === line ? text : lineContent(forward).toString(),
-      forward.length,
-      true,
-    );
+    if (this.#trace) {
+      // Tracing always has the text (no fast path); a filtered list is traced as the client saw it.
+      const traced = forward === whole ? (text as string) : lineContent(forward).toString();
+      this.#trace.message('server->client', traced, forward.length, true);
+    }
     await this.#writeClient(forward);
+  }
+
+  /**
+   * The fast path for large lines: classify from the first and last bytes instead of decoding and
+   * parsing megabytes only to learn a method and an id. Undefined means "decode and parse it".
+   */
+  #classify(content: Buffer): MessageInfo | undefined {
+    if (content.length < LARGE_LINE_BYTES || this.#trace) return undefined;
+    return inspectLargeLine(content);
   }
 
   // ── tool policy ──────────────────────────────────────────────────────────────────────────

@@ -3,6 +3,7 @@ import {
   errorResponseLine,
   headHasMethod,
   idTextFromHead,
+  inspectLargeLine,
   inspectMessage,
   rawTopLevelValue,
 } from './jsonrpc.js';
@@ -56,5 +57,43 @@ describe('inspectMessage', () => {
     expect(line).toBe(
       '{"jsonrpc":"2.0","id":9007199254740993,"error":{"code":-32000,"message":"gone \\"now\\""}}\n',
     );
+  });
+});
+
+describe('inspectLargeLine', () => {
+  const big = 'x'.repeat(100_000);
+  const classify = (text: string) => inspectLargeLine(Buffer.from(text));
+
+  it('agrees with inspectMessage on ids at the start and at the end', () => {
+    const cases = [
+      `{"jsonrpc":"2.0","id":7,"result":{"text":"${big}"}}`,
+      `{"result":{"text":"${big}"},"jsonrpc":"2.0","id":7}`,
+      `{"result":{"text":"${big}"},"jsonrpc":"2.0","id":"é-1"}`,
+      `{"result":{"text":"${big}"},"jsonrpc":"2.0","id":9007199254740993}`,
+      `{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"a":"${big}"}}`,
+      `{"jsonrpc":"2.0","method":"notifications/message","params":{"a":"${big}"}}`,
+    ];
+    for (const text of cases) {
+      const slow = inspectMessage(text);
+      const fast = classify(text);
+      expect({ kind: fast.kind, idKey: fast.idKey, idText: fast.idText, method: fast.method }).toEqual({
+        kind: slow.kind,
+        idKey: slow.idKey,
+        idText: slow.idText,
+        method: slow.method,
+      });
+    }
+  });
+
+  it('is not fooled by an id inside a nested object or a string', () => {
+    expect(classify(`{"result":{"text":"${big}","id":5}}`).kind).toBe('other');
+    expect(classify(`{"result":{"text":"${big}, \\"id\\":5}"}}`).kind).toBe('other');
+    expect(classify(`{"result":[{"id":5}],"pad":"${big}"}`).kind).toBe('other');
+  });
+
+  it('calls a line that does not open and close as an object invalid', () => {
+    expect(classify(`log: ${big}`).kind).toBe('invalid');
+    expect(classify(`{"id":1,"result":"${big}"`).kind).toBe('invalid');
+    expect(classify(`  {"id":1,"result":"${big}"}  `).kind).toBe('response');
   });
 });

@@ -39,6 +39,68 @@ export function inspectMessage(text: string): MessageInfo {
   return { kind: 'other', value };
 }
 
+/**
+ * Classifies a large line from its first and last bytes, without decoding or parsing it all: the
+ * kind, method and id of a JSON-RPC message sit at its top level, which writers put at the start
+ * (`{"jsonrpc":"2.0","id":1,"result":…`) or at the end (`{"result":…,"jsonrpc":"2.0","id":1}`).
+ * A line that does not start with `{` and end with `}` is `invalid`; one that does but is broken
+ * inside passes, and the client's own parser rejects it (a server can send any JSON object anyway).
+ */
+export function inspectLargeLine(content: Buffer): MessageInfo {
+  let start = 0;
+  let end = content.length;
+  while (start < end && isSpaceByte(content[start] as number)) start++;
+  while (end > start && isSpaceByte(content[end - 1] as number)) end--;
+  if (content[start] !== 0x7b || content[end - 1] !== 0x7d) return { kind: 'invalid' };
+  const head = content.toString('utf8', start, Math.min(end, start + LARGE_LINE_HEAD));
+  const tail = content.toString('utf8', Math.max(start, end - LARGE_LINE_TAIL), end);
+  const methodText = rawTopLevelValue(head, 'method');
+  const method = methodText?.startsWith('"') ? parseString(methodText) : undefined;
+  const idText = rawTopLevelValue(head, 'id') ?? lastMemberValue(tail, 'id');
+  const id = idText === undefined ? undefined : idFromText(idText);
+  if (method !== undefined) {
+    if (!id) return { kind: 'notification', method };
+    return { kind: 'request', method, ...id };
+  }
+  if (id) return { kind: 'response', ...id };
+  return { kind: 'other' };
+}
+
+const LARGE_LINE_HEAD = 4096;
+const LARGE_LINE_TAIL = 512;
+
+function isSpaceByte(b: number): boolean {
+  return b === 32 || b === 9 || b === 10 || b === 13;
+}
+
+function parseString(text: string): string | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The same identity `inspectMessage` gives, from the id's source text. */
+function idFromText(text: string): { idKey: string; idText: string } | undefined {
+  if (text.startsWith('"')) {
+    const id = parseString(text);
+    return id === undefined ? undefined : identify(id, '');
+  }
+  if (!/^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(text)) return undefined;
+  const id = Number(text);
+  return Number.isSafeInteger(id) || !Number.isInteger(id)
+    ? identify(id, '')
+    : { idKey: `n:${text}`, idText: text };
+}
+
+/** The value of `key` when it is the last member of the top-level object whose end `tail` holds. */
+function lastMemberValue(tail: string, key: string): string | undefined {
+  const match = /,\s*"([^"\\]*)"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|"(?:[^"\\]|\\.)*")\s*\}$/.exec(tail);
+  return match && match[1] === key ? match[2] : undefined;
+}
+
 function identify(id: string | number, text: string): { idKey: string; idText: string } {
   if (typeof id === 'string') return { idKey: `s:${id}`, idText: JSON.stringify(id) };
   // Past 2^53 the parsed number is not the id the peer sent: use the source text instead.
