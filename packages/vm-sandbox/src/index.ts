@@ -1,4 +1,6 @@
+export { createBackend, createVmBackend, type VmBackendOptions } from './backend.js';
 export { AppCodeError } from './prepare.js';
+export { PROBE_APP_SOURCE, VM_PROBE_COMMAND, vmProbe } from './probe-app.js';
 export {
   type CrashInfo,
   type CrashReason,

@@ -159,7 +159,13 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
     void child?.kill('SIGKILL').catch(() => undefined);
   };
 
+  // Messages for the app before the child is up wait here, in order.
+  let early: unknown[] | undefined = [];
   const send = (message: unknown) => {
+    if (early !== undefined && message !== null && (message as { t?: unknown }).t !== 'start') {
+      early.push(message);
+      return;
+    }
     if (child === undefined || ended) return;
     child.write(Buffer.from(`${JSON.stringify(message)}\n`)).catch(() => undefined);
   };
@@ -274,6 +280,9 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
       });
       watch(proc.pid);
       send({ t: 'start', config: options.runtime, heartbeatMs: HEARTBEAT_MS });
+      const queued = early ?? [];
+      early = undefined;
+      for (const message of queued) send(message);
     },
     deliver(message) {
       send(message);

@@ -1,0 +1,484 @@
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
+import {
+  type BackendFactoryOptions,
+  type ExecOptions,
+  type ExitStatus,
+  type KillSignal,
+  type Logger,
+  ProcessClosedError,
+  type Sandbox,
+  type SandboxBackend,
+  SandboxFailureError,
+  type SandboxProcess,
+  type SandboxSpec,
+  SPECIFICATION_VERSION,
+  silentLogger,
+  UsageError,
+} from '@mcpsandbox/core';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import {
+  CallToolRequestSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { parseUntrusted } from './copy.js';
+import { PROBE_APP_SOURCE, VM_PROBE_COMMAND } from './probe-app.js';
+import type { EngineEvent } from './runtime.js';
+import { type InternalSandboxOptions, MCPAppSandbox } from './sandbox.js';
+import type { Isolation } from './session.js';
+
+export interface VmBackendOptions extends BackendFactoryOptions {
+  /**
+   * Runs each app's child process inside this backend (e.g. the `local` OS sandbox), which adds
+   * its own network, pid and user separation. Without it the child is a plain host process.
+   */
+  readonly hostBackend?: SandboxBackend;
+  /** Default `process`. `in-process` shares the host process (tests, trusted-ish code). */
+  readonly isolation?: Isolation;
+  /** CPU budget per entry into the app (a tool call, a timer), in ms. Default 5000. */
+  readonly timeoutMs?: number;
+  /** Heap cap of the child in MiB. Default 128. */
+  readonly memoryLimitMb?: number;
+}
+
+const LIMITS = { maxBytes: 4 * 1024 * 1024, maxDepth: 64 };
+
+/**
+ * The `vm` backend: each `exec(['./app.js'])` (or `['node', './app.js']`) runs a JavaScript MCP
+ * app in an {@link MCPAppSandbox} and serves it over stdio with the MCP SDK's `Server`, which
+ * runs on the host, outside the context. `exec(['--raw', './prog.js'])` runs a program on the
+ * raw `io` byte API instead; `exec(['mcp-sandbox-vm-probe', ...])` runs the conformance probe.
+ */
+export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend {
+  const settings = options.settings ?? {};
+  const isolation = options.isolation ?? (settings.isolation === 'in-process' ? 'in-process' : 'process');
+  const timeoutMs = options.timeoutMs ?? numberSetting(settings.timeout) ?? 5000;
+  const memoryLimitMb = options.memoryLimitMb ?? numberSetting(settings.memory) ?? 128;
+  const logger = options.logger ?? silentLogger;
+  const config: VmConfig = { isolation, timeoutMs, memoryLimitMb, logger, hostBackend: options.hostBackend };
+  return {
+    specificationVersion: SPECIFICATION_VERSION,
+    id: 'vm',
+    isolation: 'language',
+    describe() {
+      const where =
+        isolation === 'in-process'
+          ? 'in the host process (no process boundary)'
+          : options.hostBackend
+            ? `in a locked-down Node child inside the ${options.hostBackend.id} sandbox`
+            : 'in a locked-down Node child (permission model; no OS sandbox around it: loopback network and signals stay reachable)';
+      return `node:vm context ${where}; JavaScript apps only`;
+    },
+    async create(spec) {
+      return new VmSandbox(spec, config);
+    },
+  };
+}
+
+/** The loader's entry point (`--backend @mcpsandbox/vm-sandbox`). */
+export const createBackend = createVmBackend;
+
+function numberSetting(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`not a positive number: ${value}`);
+  return n;
+}
+
+interface VmConfig {
+  readonly isolation: Isolation;
+  readonly timeoutMs: number;
+  readonly memoryLimitMb: number;
+  readonly logger: Logger;
+  readonly hostBackend: SandboxBackend | undefined;
+}
+
+class VmSandbox implements Sandbox {
+  readonly id = `vm-${randomUUID()}`;
+  readonly #spec: SandboxSpec;
+  readonly #config: VmConfig;
+  readonly #live = new Set<AppProcess>();
+  readonly #ttl: NodeJS.Timeout;
+  #closing: Promise<void> | undefined;
+
+  constructor(spec: SandboxSpec, config: VmConfig) {
+    this.#spec = spec;
+    this.#config = config;
+    this.#ttl = setTimeout(() => {
+      spec.onEvent?.({ type: 'ttl-expired', ttlMs: spec.ttlMs });
+      void this.close();
+    }, spec.ttlMs);
+    this.#ttl.unref();
+  }
+
+  async exec(command: readonly string[], options: ExecOptions = {}): Promise<SandboxProcess> {
+    if (this.#closing) throw new SandboxFailureError('sandbox is closed', { code: 'E_SANDBOX_CLOSED' });
+    const args = [...command];
+    if (args[0] !== undefined && (args[0] === 'node' || basename(args[0]) === 'node')) args.shift();
+    let raw = false;
+    if (args[0] === '--raw') {
+      raw = true;
+      args.shift();
+    }
+    const target = args.shift();
+    if (target === undefined) throw new UsageError('vm backend: exec needs an app file');
+    let code: string;
+    if (target === VM_PROBE_COMMAND) {
+      raw = true;
+      code = PROBE_APP_SOURCE;
+    } else {
+      const path = resolve(options.cwd ?? process.cwd(), target);
+      try {
+        code = await readFile(path, 'utf8');
+      } catch (error) {
+        throw new SandboxFailureError(`vm backend: cannot read the app ${path}`, {
+          cause: error,
+          code: 'E_COMMAND_NOT_FOUND',
+        });
+      }
+      // A shebang line is fine in a file Node runs, not in a script body.
+      if (code.startsWith('#!')) code = `//${code.slice(2)}`;
+    }
+    const env = { ...this.#spec.env, ...options.env };
+    const proc = new AppProcess({ code, filename: target, raw, env, argv: args, config: this.#config });
+    this.#live.add(proc);
+    void proc.exit.then(() => this.#live.delete(proc));
+    await proc.start();
+    return proc;
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      clearTimeout(this.#ttl);
+      await Promise.all(
+        [...this.#live].map(async (proc) => {
+          await proc.kill('SIGKILL');
+          await proc.exit;
+        }),
+      );
+    })();
+    return this.#closing;
+  }
+}
+
+interface Registered {
+  readonly tools: Map<string, { name: string; description?: string; inputSchema: Record<string, unknown> }>;
+  readonly resources: Map<string, { uri: string; name: string; description?: string; mimeType?: string }>;
+  readonly prompts: Map<string, { name: string; description?: string; arguments?: unknown[] }>;
+}
+
+/** One app as a contract process: stdio is MCP (or raw bytes), the app runs in the sandbox. */
+class AppProcess implements SandboxProcess {
+  readonly stdout = new PassThrough();
+  readonly stderr = new PassThrough();
+  readonly exit: Promise<ExitStatus>;
+  readonly #sandbox: MCPAppSandbox;
+  readonly #raw: boolean;
+  readonly #stdin = new PassThrough();
+  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  readonly #registered: Registered = { tools: new Map(), resources: new Map(), prompts: new Map() };
+  #resolveExit!: (status: ExitStatus) => void;
+  #exited = false;
+  #stdinClosed = false;
+  #server: Server | undefined;
+  #nextId = 1;
+  #tail: Promise<void> = Promise.resolve();
+  readonly #inflight = new Set<Promise<void>>();
+  #markServed!: () => void;
+  readonly #served = new Promise<void>((resolve) => {
+    this.#markServed = resolve;
+  });
+
+  constructor(init: {
+    code: string;
+    filename: string;
+    raw: boolean;
+    env: Record<string, string>;
+    argv: string[];
+    config: VmConfig;
+  }) {
+    this.#raw = init.raw;
+    this.exit = new Promise((resolve) => {
+      this.#resolveExit = resolve;
+    });
+    const options: InternalSandboxOptions = {
+      code: init.code,
+      filename: init.filename,
+      isolation: init.config.isolation,
+      timeout: init.config.timeoutMs,
+      memoryLimitMb: init.config.memoryLimitMb,
+      logger: init.config.logger,
+      ...(init.config.hostBackend ? { hostBackend: init.config.hostBackend } : {}),
+      api: init.raw ? 'raw' : 'mcp',
+      env: init.env,
+      argv: init.argv,
+      stayAlive: !init.raw,
+      onEngineEvent: (event) => this.#onEngineEvent(event),
+    };
+    this.#sandbox = new MCPAppSandbox(options);
+    this.#sandbox.on('log', (entry) => this.#diagnostic(entry.message));
+    this.#sandbox.on('error', (error) => {
+      this.#diagnostic(`Uncaught ${error.name}: ${error.message}`);
+      // Like Node: an uncaught error ends a plain program; a server keeps serving.
+      if (this.#raw) void this.#finish({ code: 1, signal: null });
+    });
+    this.#sandbox.on('crash', (info) => {
+      if (info.reason === 'disposed') return;
+      this.#diagnostic(`vm-sandbox: the app crashed (${info.reason}): ${info.message}`);
+      void this.#finish({ code: 1, signal: null });
+    });
+    this.#sandbox.on('finished', () => void this.#finish({ code: 0, signal: null }));
+  }
+
+  async start(): Promise<void> {
+    void this.#sandbox.run();
+  }
+
+  write(chunk: Uint8Array): Promise<void> {
+    const result = this.#tail.then(async () => {
+      if (this.#stdinClosed || this.#exited) throw new ProcessClosedError('stdin is closed');
+      if (this.#raw) {
+        this.#sandbox.deliver({ t: 'data', chunk: Buffer.from(chunk).toString('latin1') });
+      } else if (!this.#stdin.write(chunk)) {
+        await once(this.#stdin, 'drain');
+      }
+    });
+    this.#tail = result.catch(() => undefined);
+    return result;
+  }
+
+  async closeStdin(): Promise<void> {
+    await this.#tail;
+    if (this.#stdinClosed) return;
+    this.#stdinClosed = true;
+    if (this.#raw) {
+      this.#sandbox.deliver({ t: 'end' });
+      return;
+    }
+    this.#stdin.end();
+    // A server ends on stdin EOF once the requests in flight have their answers.
+    await this.#drainPending();
+    await this.#finish({ code: 0, signal: null });
+  }
+
+  async kill(signal: KillSignal = 'SIGTERM'): Promise<void> {
+    if (this.#exited) return;
+    if (signal === 'SIGTERM' && this.#raw) {
+      this.#sandbox.deliver({ t: 'signal', name: 'SIGTERM' });
+      return;
+    }
+    await this.#finish({ code: null, signal });
+  }
+
+  #diagnostic(text: string): void {
+    if (!this.stderr.writableEnded) this.stderr.write(`${text}\n`);
+  }
+
+  #onEngineEvent(event: EngineEvent): void {
+    switch (event.t) {
+      case 'out':
+        void this.#out(event.id, event.fd, event.chunk);
+        break;
+      case 'exit':
+        void this.#finish({ code: event.code, signal: null });
+        break;
+      case 'signal-default':
+        void this.#finish({ code: null, signal: event.name });
+        break;
+      case 'register':
+        this.#register(event.kind, event.meta);
+        break;
+      case 'reply':
+        this.#reply(event.id, event.payload);
+        break;
+      case 'ready':
+        if (!this.#raw) void this.#serve();
+        break;
+      default:
+        break;
+    }
+  }
+
+  async #out(id: number, fd: number, chunk: string): Promise<void> {
+    const stream = fd === 2 ? this.stderr : this.stdout;
+    if (!stream.writableEnded && !stream.write(Buffer.from(chunk, 'latin1'))) {
+      await Promise.race([once(stream, 'drain'), this.exit]);
+    }
+    this.#sandbox.deliver({ t: 'result', id, ok: true });
+  }
+
+  #register(kind: string, metaJson: string): void {
+    let meta: Record<string, unknown>;
+    try {
+      meta = parseUntrusted(metaJson, LIMITS) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+    const description = text(meta.description);
+    if (kind === 'tool' && typeof meta.name === 'string') {
+      const schema = meta.inputSchema;
+      const inputSchema =
+        schema !== null && typeof schema === 'object' && (schema as { type?: unknown }).type === 'object'
+          ? { ...(schema as Record<string, unknown>) }
+          : { type: 'object' };
+      this.#registered.tools.set(meta.name, {
+        name: meta.name,
+        ...(description ? { description } : {}),
+        inputSchema,
+      });
+    } else if (kind === 'resource' && typeof meta.uri === 'string') {
+      const mimeType = text(meta.mimeType);
+      this.#registered.resources.set(meta.uri, {
+        uri: meta.uri,
+        name: text(meta.name) ?? meta.uri,
+        ...(description ? { description } : {}),
+        ...(mimeType ? { mimeType } : {}),
+      });
+    } else if (kind === 'prompt' && typeof meta.name === 'string') {
+      const args = Array.isArray(meta.arguments)
+        ? meta.arguments.map((a) => ({ ...(a as object) }))
+        : undefined;
+      this.#registered.prompts.set(meta.name, {
+        name: meta.name,
+        ...(description ? { description } : {}),
+        ...(args ? { arguments: args } : {}),
+      });
+    }
+  }
+
+  #reply(id: number, payload: string): void {
+    const entry = this.#pending.get(id);
+    if (entry === undefined) return;
+    this.#pending.delete(id);
+    try {
+      const parsed = parseUntrusted(payload, LIMITS) as { ok?: unknown; value?: unknown; error?: unknown };
+      if (parsed.ok === true) entry.resolve(parsed.value);
+      else {
+        const error = (parsed.error ?? {}) as { message?: unknown };
+        entry.reject(new Error(typeof error.message === 'string' ? error.message : 'the handler failed'));
+      }
+    } catch (error) {
+      entry.reject(error as Error);
+    }
+  }
+
+  /** Runs a handler inside the sandbox and waits for its answer. */
+  #invoke(kind: string, name: string, args: unknown): Promise<unknown> {
+    if (this.#exited) return Promise.reject(new Error('the app has stopped'));
+    const id = this.#nextId++;
+    const answer = new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#sandbox.deliver({ t: 'invoke', id, kind, name, args: JSON.parse(JSON.stringify(args ?? {})) });
+    });
+    const tracked = answer.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inflight.add(tracked);
+    void tracked.then(() => this.#inflight.delete(tracked));
+    return answer;
+  }
+
+  async #drainPending(): Promise<void> {
+    // Requests already written reach the server first, then their answers are awaited.
+    await Promise.race([this.#served, this.exit]);
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.#inflight.size > 0 && !this.#exited) {
+      await Promise.race([Promise.allSettled([...this.#inflight]), this.exit]);
+      // Let the SDK write the responses of the handlers that just settled.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  async #serve(): Promise<void> {
+    const { tools, resources, prompts } = this.#registered;
+    const server = new Server(
+      { name: 'mcp-sandbox-vm-app', version: '0.0.0' },
+      { capabilities: { tools: {}, resources: {}, prompts: {} } },
+    );
+    this.#server = server;
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()] }));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      const { name, arguments: args } = request.params;
+      if (!tools.has(name))
+        return { isError: true, content: [{ type: 'text', text: `unknown tool: ${name}` }] };
+      try {
+        return toToolResult(await this.#invoke('tool', name, args ?? {}));
+      } catch (error) {
+        return { isError: true, content: [{ type: 'text', text: (error as Error).message }] };
+      }
+    });
+    server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+      resources: [...resources.values()],
+    }));
+    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+      const { uri } = request.params;
+      const resource = resources.get(uri);
+      if (resource === undefined) throw new Error(`unknown resource: ${uri}`);
+      return toResourceResult(await this.#invoke('resource', uri, { uri }), resource);
+    });
+    server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [...prompts.values()] }));
+    server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+      const { name, arguments: args } = request.params;
+      if (!prompts.has(name)) throw new Error(`unknown prompt: ${name}`);
+      return toPromptResult(await this.#invoke('prompt', name, args ?? {}));
+    });
+    // Messages the client sent while the app was starting wait in #stdin and are read now.
+    await server.connect(new StdioServerTransport(this.#stdin, this.stdout));
+    this.#markServed();
+  }
+
+  async #finish(status: ExitStatus): Promise<void> {
+    if (this.#exited) return;
+    this.#exited = true;
+    for (const entry of this.#pending.values()) entry.reject(new Error('the app has stopped'));
+    this.#pending.clear();
+    await this.#server?.close().catch(() => undefined);
+    await this.#sandbox.dispose();
+    this.stdout.end();
+    this.stderr.end();
+    this.#resolveExit(status);
+  }
+}
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function plain(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value ?? null)) as unknown;
+}
+
+function toToolResult(value: unknown): { content: Json[]; isError?: boolean; structuredContent?: Json } {
+  if (isObject(value) && Array.isArray(value.content)) return plain(value) as { content: Json[] };
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  return { content: [{ type: 'text', text }] };
+}
+
+function toResourceResult(
+  value: unknown,
+  resource: { uri: string; mimeType?: string },
+): { contents: Json[] } {
+  if (isObject(value) && Array.isArray(value.contents)) return plain(value) as { contents: Json[] };
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  return {
+    contents: [{ uri: resource.uri, text, ...(resource.mimeType ? { mimeType: resource.mimeType } : {}) }],
+  };
+}
+
+function toPromptResult(value: unknown): { messages: Json[]; description?: string } {
+  if (isObject(value) && Array.isArray(value.messages)) return plain(value) as { messages: Json[] };
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  return { messages: [{ role: 'user', content: { type: 'text', text } }] };
+}

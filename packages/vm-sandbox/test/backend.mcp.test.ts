@@ -1,0 +1,118 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Sandbox, SandboxProcess } from '@mcpsandbox/core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createVmBackend, type Isolation } from '../src/index.js';
+
+const HELLO = fileURLToPath(new URL('../examples/hello-app.js', import.meta.url));
+
+/** An SDK client transport over a contract process's stdio. */
+class ProcessTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  readonly stderr: string[] = [];
+  constructor(private readonly proc: SandboxProcess) {}
+  async start(): Promise<void> {
+    void (async () => {
+      let buffered = '';
+      for await (const chunk of this.proc.stdout) {
+        buffered += Buffer.from(chunk).toString('utf8');
+        let index = buffered.indexOf('\n');
+        while (index >= 0) {
+          const line = buffered.slice(0, index);
+          buffered = buffered.slice(index + 1);
+          if (line.trim() !== '') this.onmessage?.(JSON.parse(line) as JSONRPCMessage);
+          index = buffered.indexOf('\n');
+        }
+      }
+      this.onclose?.();
+    })();
+    void (async () => {
+      for await (const chunk of this.proc.stderr) this.stderr.push(Buffer.from(chunk).toString('utf8'));
+    })();
+  }
+  async send(message: JSONRPCMessage): Promise<void> {
+    await this.proc.write(Buffer.from(`${JSON.stringify(message)}\n`));
+  }
+  async close(): Promise<void> {
+    await this.proc.closeStdin().catch(() => undefined);
+  }
+}
+
+const open: Sandbox[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()));
+});
+
+async function connect(
+  isolation: Isolation,
+  command: string[],
+  env: Record<string, string> = {},
+  ttlMs = 60_000,
+) {
+  const backend = createVmBackend({ isolation });
+  const sandbox = await backend.create({ sessionId: 'mcp-test', env, ttlMs });
+  open.push(sandbox);
+  const proc = await sandbox.exec(command);
+  const transport = new ProcessTransport(proc);
+  const client = new Client({ name: 'test', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(transport);
+  return { client, proc, transport, sandbox };
+}
+
+describe.each(['process', 'in-process'] as const)('vm backend serving MCP (%s)', (isolation) => {
+  it('serves the example app to the SDK client: tools, resources, prompts, env as data', async () => {
+    const { client, proc, transport } = await connect(isolation, ['node', HELLO], { GREETING: 'Howdy' });
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => t.name)).toEqual(['hello', 'add', 'fail']);
+    expect(tools.tools[0]?.inputSchema).toMatchObject({ type: 'object', required: ['name'] });
+    expect(await client.callTool({ name: 'hello', arguments: { name: 'Ada' } })).toEqual({
+      content: [{ type: 'text', text: 'Howdy, Ada!' }],
+    });
+    expect(await client.callTool({ name: 'add', arguments: { a: 2, b: 40 } })).toEqual({
+      content: [{ type: 'text', text: '42' }],
+    });
+    const failed = await client.callTool({ name: 'fail', arguments: {} });
+    expect(failed).toEqual({ isError: true, content: [{ type: 'text', text: 'this tool always fails' }] });
+    const resources = await client.listResources();
+    expect(resources.resources).toEqual([
+      { uri: 'hello://readme', name: 'readme', description: 'About this app', mimeType: 'text/plain' },
+    ]);
+    expect((await client.readResource({ uri: 'hello://readme' })).contents[0]).toMatchObject({
+      text: 'This app runs in a node:vm sandbox.',
+    });
+    const prompt = await client.getPrompt({ name: 'greet', arguments: { name: 'Bob' } });
+    expect(prompt.messages[0]).toEqual({
+      role: 'user',
+      content: { type: 'text', text: 'Say hello to Bob.' },
+    });
+    await client.close();
+    expect(await proc.exit).toEqual({ code: 0, signal: null });
+    expect(transport.stderr.join('')).toContain('hello-app: registered 3 tools');
+  });
+
+  it('turns a tool that hangs into an error for the client and a crash of the app', async () => {
+    const backend = createVmBackend({ isolation, timeoutMs: 300 });
+    const sandbox = await backend.create({ sessionId: 'hang', env: {}, ttlMs: 60_000 });
+    open.push(sandbox);
+    const file = join(await mkdtemp(join(tmpdir(), 'vm-app-')), 'hang.js');
+    await writeFile(file, `mcp.tool('spin', 'never returns', { type: 'object' }, () => { for (;;) {} });`);
+    const proc = await sandbox.exec([file]);
+    const transport = new ProcessTransport(proc);
+    const client = new Client({ name: 'test', version: '1.0.0' }, { capabilities: {} });
+    await client.connect(transport);
+    const result = await client.callTool({ name: 'spin', arguments: {} }).then(
+      (value) => value,
+      (error: Error) => ({ rejected: error.message }),
+    );
+    expect(JSON.stringify(result)).toMatch(/stopped|closed|Connection/i);
+    expect(await proc.exit).toEqual({ code: 1, signal: null });
+    expect(transport.stderr.join('')).toContain('timeout');
+  });
+});
