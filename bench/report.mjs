@@ -204,7 +204,8 @@ export function renderTables(results) {
   if (vmSandbox) {
     out.push('### vm-sandbox (its own bench)', '');
     if (vmSandbox.skipped) out.push(`skipped: ${vmSandbox.skipped}`, '');
-    else out.push(vmSandbox.output, '');
+    // A line of text right before a table would swallow it: keep them apart.
+    else out.push(vmSandbox.output.replace(/^([^|\n].*)\n\|/m, '$1\n\n|'), '');
   }
   return out.join('\n');
 }

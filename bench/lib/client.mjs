@@ -7,6 +7,9 @@ import { once } from 'node:events';
 const KEEP_WHOLE_BYTES = 256 * 1024;
 const FAST_PREFIX = Buffer.from('{"jsonrpc":"2.0","id":');
 const METHOD_KEY = Buffer.from('"method"');
+const TAIL_BYTES = 64;
+const TAIL_ID = /"id":(\d+)\}\r?$/;
+const EMPTY = Buffer.alloc(0);
 
 /** `{"jsonrpc":"2.0","id":<id>,"method":"tools/call","params":{...}}\n` as bytes. */
 export function toolCall(id, name, args) {
@@ -52,6 +55,7 @@ export class RawClient {
 
   #parts;
   #lineBytes;
+  #tail = EMPTY;
 
   #onData(chunk) {
     this.bytesIn += chunk.length;
@@ -66,18 +70,25 @@ export class RawClient {
       start = nl + 1;
       const parts = this.#parts;
       const size = this.#lineBytes;
+      const tail = this.#tail;
       this.#parts = [];
       this.#lineBytes = 0;
-      this.#line(parts, size);
+      this.#tail = EMPTY;
+      this.#line(parts, size, tail);
     }
   }
 
   #keep(piece) {
     if (this.#lineBytes <= KEEP_WHOLE_BYTES || this.#parts.length === 0) this.#parts.push(piece);
     this.#lineBytes += piece.length;
+    // The last bytes of a line too long to keep: the MCP SDK writes the id last.
+    this.#tail =
+      piece.length >= TAIL_BYTES
+        ? piece.subarray(piece.length - TAIL_BYTES)
+        : Buffer.concat([this.#tail, piece]).subarray(-TAIL_BYTES);
   }
 
-  #line(parts, size) {
+  #line(parts, size, tail) {
     this.linesIn++;
     const first = parts[0];
     let id;
@@ -105,6 +116,10 @@ export class RawClient {
       } catch {
         // not JSON: counted as a line only
       }
+    }
+    if (id === undefined && size > KEEP_WHOLE_BYTES) {
+      const match = TAIL_ID.exec(tail.latin1Slice(0, tail.length));
+      if (match) id = Number(match[1]);
     }
     if (id === undefined) {
       this.notifications++;

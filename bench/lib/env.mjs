@@ -9,6 +9,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(ROOT, 'apps', 'cli', 'dist', 'bin.js');
 export const FLOOD_SERVER = join(ROOT, 'bench', 'servers', 'flood.mjs');
+/** The `vm` backend runs JavaScript MCP apps, not executables: the same tools as an app. */
+export const VM_APP = join(ROOT, 'bench', 'servers', 'vm-app.js');
 export const NPX_PACKAGE = '@modelcontextprotocol/server-everything@2026.8.31';
 
 /** Backends a bench can never run here, and why. */

@@ -1,5 +1,5 @@
 // The ways to reach the same server: directly, or through the bridge on each backend.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { initializeRequest, RawClient } from './client.mjs';
@@ -13,6 +13,17 @@ export function directTarget() {
   return { name: 'direct', bridge: false, argv: (server) => server };
 }
 
+/**
+ * Node options the binary's shebang asks for (`#!/usr/bin/env -S node --flag`): how it runs once
+ * installed, so the bench passes them too when it starts the binary with `node`.
+ */
+function shebangNodeOptions() {
+  const first = readFileSync(BIN, 'utf8').split('\n', 1)[0];
+  const match = /^#!\S*env\s+(?:-S\s+)?node\b(.*)$/.exec(first);
+  return match ? match[1].trim().split(/\s+/).filter(Boolean) : [];
+}
+const BIN_NODE_OPTIONS = shebangNodeOptions();
+
 export function bridgeTarget(name, backend, { extraArgs = [], nodeOptions = [], serverOverride } = {}) {
   return {
     name,
@@ -22,6 +33,7 @@ export function bridgeTarget(name, backend, { extraArgs = [], nodeOptions = [], 
     /** `more`: further `run` options for this one command (such as `--trace file`). */
     argv: (server, more = []) => [
       process.execPath,
+      ...BIN_NODE_OPTIONS,
       ...nodeOptions,
       BIN,
       'run',

@@ -23,11 +23,11 @@ function benchScript() {
 export async function runVmSandboxBench({ timeoutMs, quick }) {
   const script = benchScript();
   if (!script) return { skipped: 'packages/vm-sandbox has no bench script yet' };
-  // A quick run says so through the environment: the script's own flags are its business.
+  // Its knobs are environment variables (runs and calls); a quick run turns them down.
   const child = spawn(process.execPath, [script], {
     cwd: PACKAGE_DIR,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...(quick ? { MCPSANDBOX_BENCH_QUICK: '1' } : {}) },
+    env: { ...process.env, ...(quick ? { BENCH_CREATE_RUNS: '5', BENCH_CALLS: '500' } : {}) },
   });
   let stdout = '';
   let stderr = '';
