@@ -58,7 +58,7 @@ export interface MCPAppSandboxOptions {
   readonly launcher?: Launcher;
   /** Runs the child inside this backend's sandbox (e.g. the `local` OS sandbox). */
   readonly hostBackend?: SandboxBackend;
-  /** The `node` binary for the child. Default: this process's, or `node` inside a hostBackend. */
+  /** The `node` binary for the child (it must exist inside a hostBackend too). Default: this process's. */
   readonly nodePath?: string;
   readonly logger?: Logger;
 }

@@ -237,7 +237,7 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
 
   return {
     async start() {
-      const nodePath = options.nodePath ?? (options.hostBackend ? 'node' : process.execPath);
+      const nodePath = options.nodePath ?? process.execPath;
       const argv = childArgv({
         nodePath,
         memoryLimitMb: options.memoryLimitMb,
@@ -250,7 +250,6 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
             env: {},
             ttlMs: 2_147_483_647,
             network: { allow: [] },
-            limits: { memoryBytes: rssLimit },
           });
           child = await hostSandbox.exec(argv);
         } else {

@@ -1,0 +1,92 @@
+/**
+ * The child inside the `local` OS sandbox (bubblewrap). This closes the two gaps the permission
+ * model leaves to code that escaped into the child's realm: loopback TCP and signalling the parent.
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:net';
+import { createLocalBackend } from '@mcpsandbox/backend-local';
+import type { SandboxProcess } from '@mcpsandbox/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childArgv, MCPAppSandbox } from '../src/index.js';
+import { spawnChild } from '../src/session.js';
+
+let server: Server;
+let port = 0;
+let connections = 0;
+beforeAll(async () => {
+  server = createServer((socket) => {
+    connections++;
+    socket.end('hello from the host\n');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  port = (server.address() as { port: number }).port;
+});
+afterAll(() => {
+  server.close();
+});
+
+// Runs in the child's own realm, as code that escaped the context would.
+const ESCAPED = (target: number) => `
+  const out = (s) => process.stdout.write(s + '\\n');
+  let signalled = 'denied';
+  try { process.kill(process.ppid, 0); signalled = process.ppid > 1 ? 'allowed' : 'no parent'; } catch {}
+  out('signal-parent:' + signalled);
+  const socket = require('node:net').connect(${target}, '127.0.0.1');
+  socket.on('data', () => { out('loopback:connected'); process.exit(0); });
+  socket.on('error', () => { out('loopback:refused'); process.exit(0); });
+  setTimeout(() => { out('loopback:timeout'); process.exit(0); }, 3000);
+`;
+
+async function collect(proc: SandboxProcess): Promise<string> {
+  let text = '';
+  for await (const chunk of proc.stdout) text += Buffer.from(chunk).toString();
+  await proc.exit;
+  return text;
+}
+
+function escapedArgv(): string[] {
+  const argv = childArgv({ nodePath: process.execPath, memoryLimitMb: 64, allowWasm: false });
+  argv[argv.length - 1] = ESCAPED(port);
+  return argv;
+}
+
+describe('process isolation inside the local backend', () => {
+  it('runs an app with exposed functions in a child inside bubblewrap', async () => {
+    const sandbox = new MCPAppSandbox({
+      code: 'console.log(await twice(21));',
+      hostBackend: createLocalBackend(),
+    });
+    sandbox.expose('twice', (n: number) => n * 2);
+    const logs: string[] = [];
+    sandbox.on('log', (entry) => logs.push(entry.message));
+    expect(await sandbox.run()).toEqual({ status: 'finished' });
+    expect(logs).toEqual(['42']);
+  });
+
+  it('control: escaped code in a plain locked-down child reaches loopback and can signal its parent', async () => {
+    const before = connections;
+    const output = await collect(await spawnChild(escapedArgv()));
+    expect(output).toContain('loopback:connected');
+    expect(output).toContain('signal-parent:allowed');
+    expect(connections).toBe(before + 1);
+  });
+
+  it('escaped code in a child inside the local backend reaches neither', async () => {
+    const box = await createLocalBackend().create({
+      sessionId: 'vm-local-test',
+      env: {},
+      ttlMs: 60_000,
+      network: { allow: [] },
+    });
+    try {
+      const before = connections;
+      const output = await collect(await box.exec(escapedArgv()));
+      expect(output).toMatch(/loopback:(refused|timeout)/);
+      expect(output).not.toContain('signal-parent:allowed');
+      expect(connections).toBe(before);
+    } finally {
+      await box.close();
+    }
+  });
+});
