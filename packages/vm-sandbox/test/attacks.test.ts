@@ -177,6 +177,28 @@ const PAYLOADS: readonly Payload[] = [
   ),
   p(
     'constructor chain',
+    'every value reachable from the global object',
+    'escape',
+    `const seen = new Set();
+     const visit = (value, depth) => {
+       if (value === null || (typeof value !== 'object' && typeof value !== 'function') || seen.has(value) || depth > 3) return;
+       seen.add(value);
+       // Only foreign functions are used (calling every host function found would be chaos).
+       if (typeof value === 'function' && value !== SandboxFunction.prototype && !(value instanceof SandboxFunction)) {
+         pwn(value.constructor);
+       }
+       for (const key of Reflect.ownKeys(value)) {
+         let next;
+         try { const d = Reflect.getOwnPropertyDescriptor(value, key); next = d && ('value' in d ? d.value : d.get); } catch { continue; }
+         visit(next, depth + 1);
+       }
+     };
+     visit(globalThis, 0);
+     try { visit(__mcpsbx, 0); } catch {}
+     console.log('visited ' + seen.size);`,
+  ),
+  p(
+    'constructor chain',
     'property descriptor of console.log',
     'escape',
     "tryPwn(Object.getOwnPropertyDescriptor(console, 'log').value);",
