@@ -4,12 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ "$(uname -s)" = "Linux" ] && { ! command -v bwrap >/dev/null || ! command -v socat >/dev/null; }; then
+if [ "$(uname -s)" = "Linux" ] && ! command -v bwrap >/dev/null; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
-    echo "installing bubblewrap and socat (the local sandbox needs them)..." >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap socat >&2
+    echo "installing bubblewrap (the local sandbox needs it)..." >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >&2
   else
-    echo "mcp-sandbox's local backend needs bubblewrap and socat: sudo apt-get install bubblewrap socat" >&2
+    echo "mcp-sandbox's local backend needs bubblewrap: sudo apt-get install bubblewrap" >&2
     exit 1
   fi
 fi

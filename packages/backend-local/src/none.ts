@@ -46,10 +46,14 @@ class ChildProcessSandbox implements Sandbox {
   constructor(spec: SandboxSpec, baseline: Record<string, string>) {
     this.#spec = spec;
     this.#baseline = baseline;
-    this.#ttl = setTimeout(() => {
-      spec.onEvent?.({ type: 'ttl-expired', ttlMs: spec.ttlMs });
-      void this.close();
-    }, spec.ttlMs);
+    // setTimeout fires at once for anything above 2^31-1 ms: cap it (about 24 days).
+    this.#ttl = setTimeout(
+      () => {
+        spec.onEvent?.({ type: 'ttl-expired', ttlMs: spec.ttlMs });
+        void this.close();
+      },
+      Math.min(spec.ttlMs, 2_147_483_647),
+    );
     this.#ttl.unref();
   }
 
