@@ -219,24 +219,6 @@ export function seccompCheck(host: DoctorHost): DoctorCheck {
   });
 }
 
-export function socatCheck(host: DoctorHost): DoctorCheck {
-  return check('socat', async () => {
-    if (host.platform !== 'linux')
-      return { status: 'info', title: 'socat', summary: `not used on ${host.platform}` };
-    const run = await host.exec('socat', ['-V']);
-    if (!run.started) {
-      return {
-        status: 'fail',
-        title: 'socat',
-        summary: 'not installed: --allow-net grants cannot work with the local backend',
-        fix: 'sudo apt install socat (Debian/Ubuntu), sudo dnf install socat (Fedora)',
-      };
-    }
-    const version = /socat version (\S+)/.exec(run.stdout + run.stderr)?.[1];
-    return { status: 'ok', title: 'socat', summary: version ? `socat ${version}` : 'installed' };
-  });
-}
-
 function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB'];
   let value = bytes;
@@ -318,7 +300,6 @@ export function standardChecks(host: DoctorHost): DoctorCheck[] {
     bubblewrapCheck(host),
     userNamespaceCheck(host),
     seccompCheck(host),
-    socatCheck(host),
     npxCacheCheck(host),
     uvCacheCheck(host),
     e2bKeyCheck(host),
