@@ -102,7 +102,11 @@ export function createInProcessSession(options: SessionOptions, listener: Sessio
   let runtime: Runtime | undefined;
   let disposed = false;
   const release = () => {
-    if (--inProcessCount === 0) process.off('unhandledRejection', onUnhandledRejection);
+    // Later: Node looks at the rejections of the last entry after the current microtasks, and
+    // without a listener it would throw the sandbox's reason (coercing it) in the host.
+    setTimeout(() => {
+      if (--inProcessCount === 0) process.off('unhandledRejection', onUnhandledRejection);
+    }, 1000).unref();
   };
   return {
     async start() {

@@ -180,6 +180,29 @@ describe.each(MODES)('MCPAppSandbox (%s)', (isolation) => {
   });
 });
 
+describe('unhandled rejections in-process', () => {
+  it('never reach the host as an uncaught exception, nor have their reason read', async () => {
+    // Take vitest's own listener away for the duration: it would read the reason itself.
+    const others = process.listeners('unhandledRejection');
+    process.removeAllListeners('unhandledRejection');
+    try {
+      const sandbox = new MCPAppSandbox({
+        isolation: 'in-process',
+        code: `
+          const reason = { toString() { console.log('COERCED ON THE HOST'); return 'x'; } };
+          Promise.reject(reason);
+          console.log('end');`,
+      });
+      const { events } = record(sandbox);
+      expect(await sandbox.run()).toEqual({ status: 'finished' });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(events).toEqual(['log:end', 'finished']);
+    } finally {
+      for (const listener of others) process.on('unhandledRejection', listener);
+    }
+  });
+});
+
 describe('MCPAppSandbox options', () => {
   it('validates names and refuses code generation in-process', () => {
     const sandbox = new MCPAppSandbox({ code: '' });

@@ -75,6 +75,29 @@ describe('the child process', () => {
     expect(await run).toMatchObject({ status: 'crashed', crash: { reason: 'exited' } });
   });
 
+  // One builtin call that node:vm's timeout cannot interrupt (about 50 s on Node 20).
+  const STUCK_BUILTIN = 'const a = []; a.length = 2 ** 32 - 1; a.indexOf(1);';
+
+  it("kills a child stuck in a builtin that ignores node:vm's timeout (wall-clock watchdog)", async () => {
+    const sandbox = new MCPAppSandbox({ code: STUCK_BUILTIN, timeout: 300 });
+    const started = Date.now();
+    const result = await sandbox.run();
+    expect(result).toMatchObject({ status: 'crashed', crash: { reason: 'timeout' } });
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('control: without the watchdog the same call outlives a 200 ms vm timeout', async () => {
+    const source = `require('node:vm').runInNewContext(${JSON.stringify(STUCK_BUILTIN)}, {}, { timeout: 200 }); process.stdout.write('ended');`;
+    const child = await spawnChild([process.execPath, '-e', source]);
+    const outcome = await Promise.race([
+      child.exit.then(() => 'ended'),
+      new Promise((resolve) => setTimeout(() => resolve('still running'), 3000)),
+    ]);
+    await child.kill('SIGKILL');
+    await child.exit;
+    expect(outcome).toBe('still running');
+  });
+
   // What an escape into the child's own realm would meet: the permission model and the flags.
   const PROBE = (marker: string) => `
     const results = {};
