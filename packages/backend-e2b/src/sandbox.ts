@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import {
+  armTtl,
   type ExecOptions,
   type Logger,
   type NetworkSpec,
@@ -36,7 +37,7 @@ export class E2BSandbox implements Sandbox {
   readonly #spec: SandboxSpec;
   readonly #settings: SandboxSettings;
   readonly #live = new Set<E2BProcess>();
-  readonly #ttl: NodeJS.Timeout;
+  readonly #disarmTtl: () => void;
   #closing: Promise<void> | undefined;
   #networkWidened = false;
   /** A restore of the spec's egress still under way: nothing may start before it lands. */
@@ -49,11 +50,7 @@ export class E2BSandbox implements Sandbox {
     this.#settings = settings;
     // E2B reaps the VM at the same deadline even if this host dies; this timer ends it promptly
     // when the host is alive, so exit statuses arrive without waiting for the stream to break.
-    this.#ttl = setTimeout(() => {
-      spec.onEvent?.({ type: 'ttl-expired', ttlMs: spec.ttlMs });
-      void this.close();
-    }, spec.ttlMs);
-    this.#ttl.unref();
+    this.#disarmTtl = armTtl(spec, () => void this.close());
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SandboxProcess> {
@@ -153,7 +150,7 @@ export class E2BSandbox implements Sandbox {
   }
 
   async #shutdown(): Promise<void> {
-    clearTimeout(this.#ttl);
+    this.#disarmTtl();
     for (const proc of this.#live) proc.expectEnd();
     try {
       await this.#sdk.kill({ requestTimeoutMs: this.#settings.requestTimeoutMs });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   AbortedError,
+  armTtl,
   type BackendFactoryOptions,
   type ExecOptions,
   type Logger,
@@ -80,7 +81,7 @@ class FakeSandbox implements Sandbox {
   readonly #highWaterMark: number;
   readonly #logger: Logger;
   readonly #live = new Set<FakeProcess>();
-  readonly #ttl: NodeJS.Timeout;
+  readonly #disarmTtl: () => void;
   #closing: Promise<void> | undefined;
 
   constructor(spec: SandboxSpec, programs: FakePrograms, highWaterMark: number, logger: Logger) {
@@ -88,12 +89,7 @@ class FakeSandbox implements Sandbox {
     this.#programs = programs;
     this.#highWaterMark = highWaterMark;
     this.#logger = logger;
-    this.#ttl = setTimeout(() => {
-      spec.onEvent?.({ type: 'ttl-expired', ttlMs: spec.ttlMs });
-      void this.close();
-    }, spec.ttlMs);
-    // The TTL reaps; it must not keep the host alive by itself.
-    this.#ttl.unref();
+    this.#disarmTtl = armTtl(spec, () => void this.close());
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SandboxProcess> {
@@ -123,7 +119,7 @@ class FakeSandbox implements Sandbox {
   }
 
   async #shutdown(): Promise<void> {
-    clearTimeout(this.#ttl);
+    this.#disarmTtl();
     const procs = [...this.#live];
     this.#live.clear();
     await Promise.all(

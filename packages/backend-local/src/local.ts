@@ -17,6 +17,7 @@ import type { Server as NetServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import {
+  armTtl,
   type BackendFactoryOptions,
   type ExecOptions,
   type KillSignal,
@@ -230,7 +231,7 @@ class LocalSandbox implements Sandbox {
   readonly #roots: string[];
   readonly #insideHome: string;
   readonly #live = new Set<Live>();
-  readonly #ttl: NodeJS.Timeout;
+  readonly #disarmTtl: () => void;
   readonly #seccomp: Uint8Array;
   /** Binds added by prepare() (the installed package), for every later exec. */
   readonly #extraBinds: Bind[] = [];
@@ -255,15 +256,7 @@ class LocalSandbox implements Sandbox {
     if (runAs) {
       for (const dir of [this.#root, this.#home, this.#tmp]) chownSync(dir, runAs.uid, runAs.gid);
     }
-    // setTimeout fires at once for anything above 2^31-1 ms: cap it (about 24 days).
-    this.#ttl = setTimeout(
-      () => {
-        config.spec.onEvent?.({ type: 'ttl-expired', ttlMs: config.spec.ttlMs });
-        void this.close();
-      },
-      Math.min(config.spec.ttlMs, 2_147_483_647),
-    );
-    this.#ttl.unref();
+    this.#disarmTtl = armTtl(config.spec, () => void this.close());
   }
 
   /** Host directory holding this sandbox's private home and tmp (removed on close). */
@@ -520,7 +513,7 @@ class LocalSandbox implements Sandbox {
   }
 
   async #shutdown(): Promise<void> {
-    clearTimeout(this.#ttl);
+    this.#disarmTtl();
     const live = [...this.#live];
     await Promise.all(
       live.map(async ({ proc, done }) => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  armTtl,
   type BackendFactoryOptions,
   type ExecOptions,
   type Sandbox,
@@ -40,21 +41,13 @@ class ChildProcessSandbox implements Sandbox {
   readonly #spec: SandboxSpec;
   readonly #baseline: Record<string, string>;
   readonly #live = new Set<SpawnedProcess>();
-  readonly #ttl: NodeJS.Timeout;
+  readonly #disarmTtl: () => void;
   #closing: Promise<void> | undefined;
 
   constructor(spec: SandboxSpec, baseline: Record<string, string>) {
     this.#spec = spec;
     this.#baseline = baseline;
-    // setTimeout fires at once for anything above 2^31-1 ms: cap it (about 24 days).
-    this.#ttl = setTimeout(
-      () => {
-        spec.onEvent?.({ type: 'ttl-expired', ttlMs: spec.ttlMs });
-        void this.close();
-      },
-      Math.min(spec.ttlMs, 2_147_483_647),
-    );
-    this.#ttl.unref();
+    this.#disarmTtl = armTtl(spec, () => void this.close());
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}) {
@@ -75,7 +68,7 @@ class ChildProcessSandbox implements Sandbox {
   }
 
   async #shutdown(): Promise<void> {
-    clearTimeout(this.#ttl);
+    this.#disarmTtl();
     const procs = [...this.#live];
     this.#live.clear();
     await Promise.all(

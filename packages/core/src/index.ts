@@ -102,3 +102,4 @@ export {
   type TraceRecord,
   type TraceSummary,
 } from './trace-summary.js';
+export { armTtl, MAX_TIMER_MS } from './ttl.js';
