@@ -182,9 +182,10 @@ describe.each(MODES)('MCPAppSandbox (%s)', (isolation) => {
 
 describe('unhandled rejections in-process', () => {
   it('never reach the host as an uncaught exception, nor have their reason read', async () => {
-    // Take vitest's own listener away for the duration: it would read the reason itself.
-    const others = process.listeners('unhandledRejection');
-    process.removeAllListeners('unhandledRejection');
+    // Take vitest's own listeners away for the duration (they would read the reason themselves),
+    // but not the sandbox's guard, which earlier in-process sandboxes may have installed already.
+    const others = process.listeners('unhandledRejection').filter((fn) => fn.name !== 'onUnhandledRejection');
+    for (const listener of others) process.off('unhandledRejection', listener);
     try {
       const sandbox = new MCPAppSandbox({
         isolation: 'in-process',
