@@ -78,6 +78,13 @@ export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend 
       return `node:vm context ${where}; JavaScript apps only`;
     },
     async create(spec) {
+      spec.onEvent?.({
+        type: 'vm-sandbox',
+        isolation,
+        osSandbox: isolation === 'process' ? (options.hostBackend?.id ?? null) : null,
+        timeoutMs,
+        memoryLimitMb,
+      });
       return new VmSandbox(spec, config);
     },
   };

@@ -217,8 +217,17 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
   };
 
   const watch = (pid: number | undefined) => {
+    let lastTick = performance.now();
     watchdog = setInterval(() => {
       if (ended) return;
+      const now = performance.now();
+      const gap = now - lastTick;
+      lastTick = now;
+      // The host itself was stalled: the child's lines may wait unread. Judge it afresh.
+      if (gap > 250) {
+        lastSeen = now;
+        return;
+      }
       // The vm timeout is advisory (one builtin call can run for long): the wall clock is not.
       if (performance.now() - lastSeen > timeoutMs + graceMs) {
         kill('timeout', `the sandbox process stopped responding for more than ${timeoutMs} ms`);

@@ -97,6 +97,26 @@ describe.each(['process', 'in-process'] as const)('vm backend serving MCP (%s)',
     expect(transport.stderr.join('')).toContain('hello-app: registered 3 tools');
   });
 
+  it('exits 1 with a diagnostic when the app does not parse; reports its isolation', async () => {
+    const events: unknown[] = [];
+    const backend = createVmBackend({ isolation });
+    const sandbox = await backend.create({
+      sessionId: 'bad',
+      env: {},
+      ttlMs: 60_000,
+      onEvent: (e) => events.push(e),
+    });
+    open.push(sandbox);
+    const file = join(await mkdtemp(join(tmpdir(), 'vm-app-')), 'bad.js');
+    await writeFile(file, 'mcp.tool(');
+    const proc = await sandbox.exec(['node', file]);
+    let stderr = '';
+    for await (const chunk of proc.stderr) stderr += Buffer.from(chunk).toString();
+    expect(await proc.exit).toEqual({ code: 1, signal: null });
+    expect(stderr).toContain('does not parse');
+    expect(events[0]).toMatchObject({ type: 'vm-sandbox', isolation });
+  });
+
   it('turns a tool that hangs into an error for the client and a crash of the app', async () => {
     const backend = createVmBackend({ isolation, timeoutMs: 300 });
     const sandbox = await backend.create({ sessionId: 'hang', env: {}, ttlMs: 60_000 });

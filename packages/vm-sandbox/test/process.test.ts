@@ -75,6 +75,19 @@ describe('the child process', () => {
     expect(await run).toMatchObject({ status: 'crashed', crash: { reason: 'exited' } });
   });
 
+  it('does not kill the child when the host itself is stalled', async () => {
+    const sandbox = new MCPAppSandbox({ code: 'console.log(await block());', timeout: 300 });
+    sandbox.expose('block', () => {
+      const end = Date.now() + 2000;
+      while (Date.now() < end) {}
+      return 'host was busy';
+    });
+    const logs: string[] = [];
+    sandbox.on('log', (entry) => logs.push(entry.message));
+    expect(await sandbox.run()).toEqual({ status: 'finished' });
+    expect(logs).toEqual(['host was busy']);
+  });
+
   // One builtin call that node:vm's timeout cannot interrupt (about 50 s on Node 20).
   const STUCK_BUILTIN = 'const a = []; a.length = 2 ** 32 - 1; a.indexOf(1);';
 
