@@ -1,7 +1,7 @@
 // `pnpm bench`: the bridge against a client talking to the server directly, and the backends
 // against each other, in one run. Tables on stdout, raw results in bench-results.json, progress on
 // stderr. Targets print PASS/MISS; a miss never fails the exit code.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -172,6 +172,8 @@ async function each(section, list, run) {
 function withTrace(tracePath) {
   const [first, second, ...rest] = Object.entries(targets);
   const trace = bridgeTarget('none + trace', 'none', { nodeOptions, extraArgs: ['--trace', tracePath] });
+  // A traced second of 1 MiB results is a few hundred MB of trace: keep the temp dir small.
+  trace.afterSlice = () => truncateSync(tracePath, 0);
   return [first, second, ['none + trace', trace], ...rest];
 }
 const ordered = Object.entries(targets);

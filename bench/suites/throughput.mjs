@@ -52,7 +52,15 @@ export async function measureThroughput(entries, server, { seconds, warmupSecond
   for (const [name, target] of entries) {
     try {
       const client = await startSession(target.argv(server));
-      sessions.push({ name, stream: new Stream(client), bytes: 0, responses: 0, elapsed: 0, cpuMs: 0 });
+      sessions.push({
+        name,
+        target,
+        stream: new Stream(client),
+        bytes: 0,
+        responses: 0,
+        elapsed: 0,
+        cpuMs: 0,
+      });
     } catch (error) {
       out[name] = { error: error.message };
       log?.(`throughput: ${name} failed: ${error.message}`);
@@ -74,6 +82,7 @@ export async function measureThroughput(entries, server, { seconds, warmupSecond
         s.responses += stream.responses - responses0;
         s.elapsed += Number(process.hrtime.bigint() - t0) / 1e9;
         await stream.stop();
+        s.target.afterSlice?.();
       }
     }
     for (const s of sessions) {
