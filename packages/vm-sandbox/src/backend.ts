@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -50,6 +50,7 @@ export interface VmBackendOptions extends BackendFactoryOptions {
 }
 
 const LIMITS = { maxBytes: 4 * 1024 * 1024, maxDepth: 64 };
+const RAW_BACKPRESSURE_BYTES = 1024 * 1024;
 
 /**
  * The `vm` backend: each `exec(['./app.js'])` (or `['node', './app.js']`) runs a JavaScript MCP
@@ -199,6 +200,8 @@ class AppProcess implements SandboxProcess {
   #nextId = 1;
   #tail: Promise<void> = Promise.resolve();
   readonly #inflight = new Set<Promise<void>>();
+  #unacked = 0;
+  readonly #acked = new EventEmitter();
   #markServed!: () => void;
   readonly #served = new Promise<void>((resolve) => {
     this.#markServed = resolve;
@@ -253,6 +256,8 @@ class AppProcess implements SandboxProcess {
     const result = this.#tail.then(async () => {
       if (this.#stdinClosed || this.#exited) throw new ProcessClosedError('stdin is closed');
       if (this.#raw) {
+        // Backpressure: while the app's output waits unread, its input waits too.
+        while (this.#unacked > RAW_BACKPRESSURE_BYTES && !this.#exited) await once(this.#acked, 'ack');
         this.#sandbox.deliver({ t: 'data', chunk: Buffer.from(chunk).toString('latin1') });
       } else if (!this.#stdin.write(chunk)) {
         await once(this.#stdin, 'drain');
@@ -315,10 +320,13 @@ class AppProcess implements SandboxProcess {
   }
 
   async #out(id: number, fd: number, chunk: string): Promise<void> {
+    this.#unacked += chunk.length;
     const stream = fd === 2 ? this.stderr : this.stdout;
     if (!stream.writableEnded && !stream.write(Buffer.from(chunk, 'latin1'))) {
       await Promise.race([once(stream, 'drain'), this.exit]);
     }
+    this.#unacked -= chunk.length;
+    this.#acked.emit('ack');
     this.#sandbox.deliver({ t: 'result', id, ok: true });
   }
 
@@ -453,6 +461,7 @@ class AppProcess implements SandboxProcess {
     await this.#sandbox.dispose();
     this.stdout.end();
     this.stderr.end();
+    this.#acked.emit('ack');
     this.#resolveExit(status);
   }
 }

@@ -75,6 +75,10 @@ export function createRuntime(
   const inbox: string[] = [];
   const timers = new Map<number, { handle: ReturnType<typeof setTimeout>; ms: number; repeat: boolean }>();
   const pendingCalls = new Set<number>();
+  // Output the host has not taken yet: an app that writes without awaiting is refused past this.
+  const outSizes = new Map<number, number>();
+  let outBytes = 0;
+  const MAX_OUT_BYTES = 32 * 1024 * 1024;
   let nextId = 1;
   let dead = false;
   let entering = false;
@@ -151,6 +155,9 @@ export function createRuntime(
             emit({ t: 'call', id, name, args: payload });
           } else {
             if (a !== 1 && a !== 2) return -1;
+            if (outBytes + payload.length > MAX_OUT_BYTES) return -1;
+            outBytes += payload.length;
+            outSizes.set(id, payload.length);
             pendingCalls.add(id);
             emit({ t: 'out', id, fd: a, chunk: payload });
           }
@@ -317,7 +324,11 @@ export function createRuntime(
     },
     deliver(message) {
       if (dead) return;
-      if (message.t === 'result') pendingCalls.delete(message.id);
+      if (message.t === 'result') {
+        pendingCalls.delete(message.id);
+        outBytes -= outSizes.get(message.id) ?? 0;
+        outSizes.delete(message.id);
+      }
       if (message.t === 'end') keepalive = false;
       enqueue(JSON.stringify(message));
       checkIdle();

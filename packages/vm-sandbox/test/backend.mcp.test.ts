@@ -117,6 +117,34 @@ describe.each(['process', 'in-process'] as const)('vm backend serving MCP (%s)',
     expect(events[0]).toMatchObject({ type: 'vm-sandbox', isolation });
   });
 
+  it('runs --raw programs and bounds the output an app leaves unread', async () => {
+    const backend = createVmBackend({ isolation });
+    const sandbox = await backend.create({ sessionId: 'raw', env: {}, ttlMs: 60_000 });
+    open.push(sandbox);
+    const file = join(await mkdtemp(join(tmpdir(), 'vm-app-')), 'flood.js');
+    await writeFile(
+      file,
+      `let refused = 0;
+       const chunk = 'x'.repeat(1_000_000);
+       for (let i = 0; i < 100; i++) {
+         io.write(chunk).catch(() => { if (refused++ === 0) io.writeErr('refused after ' + i + '\\n'); });
+       }
+       setInterval(() => {}, 1000);`,
+    );
+    // Nobody reads stdout: the host must not buffer all 100 MB of it.
+    const proc = await sandbox.exec(['--raw', file]);
+    let stderr = '';
+    for await (const chunk of proc.stderr) {
+      stderr += Buffer.from(chunk).toString();
+      if (stderr.includes('\n')) break;
+    }
+    const refusedAfter = Number(/refused after (\d+)/.exec(stderr)?.[1]);
+    expect(refusedAfter).toBeGreaterThan(0);
+    expect(refusedAfter).toBeLessThanOrEqual(33);
+    await proc.kill('SIGKILL');
+    expect(await proc.exit).toEqual({ code: null, signal: 'SIGKILL' });
+  });
+
   it('turns a tool that hangs into an error for the client and a crash of the app', async () => {
     const backend = createVmBackend({ isolation, timeoutMs: 300 });
     const sandbox = await backend.create({ sessionId: 'hang', env: {}, ttlMs: 60_000 });
