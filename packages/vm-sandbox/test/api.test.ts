@@ -226,6 +226,17 @@ describe('MCPAppSandbox options', () => {
     }
   });
 
+  it.each(MODES)('allows WebAssembly only when the host opts in (%s)', async (isolation) => {
+    // The smallest valid module: magic number and version.
+    const code = `try { new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])); console.log('wasm'); } catch (e) { console.log(e.name); }`;
+    for (const allowWasm of [false, true]) {
+      const sandbox = new MCPAppSandbox({ isolation, allowWasm, code });
+      const { events } = record(sandbox);
+      await sandbox.run();
+      expect(events[0]).toBe(allowWasm ? 'log:wasm' : 'log:ReferenceError');
+    }
+  });
+
   it('builds the child argv with the permission model and no allow flags', () => {
     expect(permissionFlag('20.20.0')).toBe('--experimental-permission');
     expect(permissionFlag('22.1.0')).toBe('--permission');
