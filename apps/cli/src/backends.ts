@@ -13,6 +13,24 @@ export const builtInBackends: BackendRegistry = {
     summary: 'E2B Firecracker micro-VM in the cloud (needs E2B_API_KEY)',
     create: async (options) => (await import('@mcpsandbox/backend-e2b')).createE2BBackend(options),
   },
+  vm: {
+    summary: 'JavaScript MCP apps in a hardened node:vm worker, inside the local OS sandbox when usable',
+    create: async (options) => {
+      const [{ createVmBackend }, local] = await Promise.all([
+        import('@mcpsandbox/vm-sandbox'),
+        import('@mcpsandbox/backend-local'),
+      ]);
+      // The OS sandbox around the worker closes what the permission model leaves open (loopback,
+      // signals). Use it whenever it works here; when it does not, the start-up line says so.
+      try {
+        await local.probeLocalSandbox({ ...(options.hostEnv ? { hostEnv: options.hostEnv } : {}) });
+      } catch (error) {
+        options.logger?.warn(`vm: no OS sandbox around the worker (${(error as Error).message})`);
+        return createVmBackend(options);
+      }
+      return createVmBackend({ ...options, hostBackend: local.createLocalBackend(options) });
+    },
+  },
   none: {
     summary: 'no sandbox: a plain child process (for trusted servers and measuring)',
     create: async (options) => (await import('@mcpsandbox/backend-local')).createNoneBackend(options),

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import {
+  armTtl,
   type BackendFactoryOptions,
   type ExecOptions,
   type ExitStatus,
@@ -114,17 +115,13 @@ class VmSandbox implements Sandbox {
   readonly #spec: SandboxSpec;
   readonly #config: VmConfig;
   readonly #live = new Set<AppProcess>();
-  readonly #ttl: NodeJS.Timeout;
+  readonly #disarmTtl: () => void;
   #closing: Promise<void> | undefined;
 
   constructor(spec: SandboxSpec, config: VmConfig) {
     this.#spec = spec;
     this.#config = config;
-    this.#ttl = setTimeout(() => {
-      spec.onEvent?.({ type: 'ttl-expired', ttlMs: spec.ttlMs });
-      void this.close();
-    }, spec.ttlMs);
-    this.#ttl.unref();
+    this.#disarmTtl = armTtl(spec, () => void this.close());
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SandboxProcess> {
@@ -165,7 +162,7 @@ class VmSandbox implements Sandbox {
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      clearTimeout(this.#ttl);
+      this.#disarmTtl();
       await Promise.all(
         [...this.#live].map(async (proc) => {
           await proc.kill('SIGKILL');
