@@ -1,7 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type {
   ExitStatus,
-  IsolationLevel,
   Sandbox,
   SandboxBackend,
   SandboxProcess,
@@ -24,6 +23,7 @@ import {
 import type { Logger } from './logger.js';
 import type { ToolDescription, ToolPolicy } from './policy.js';
 import type { TraceSink } from './trace.js';
+import { MAX_TIMER_MS } from './ttl.js';
 
 export interface ShutdownTiming {
   /** After client EOF: how long to wait for replies still owed before asking the server to stop. */
@@ -141,17 +141,13 @@ class Bridge {
     });
     options.output.on('error', () => this.#onClientGone());
     options.output.on('close', () => this.#onClientGone());
-    this.#ttl = setTimeout(() => this.#end('ttl'), spec.ttlMs);
+    this.#ttl = setTimeout(() => this.#end('ttl'), Math.min(spec.ttlMs, MAX_TIMER_MS));
     void this.#pumpClient();
     this.#startup = this.#start();
   }
 
   stop(signal: StopSignal): void {
     this.#end('signal', signal);
-  }
-
-  get isolation(): IsolationLevel {
-    return this.#o.backend.isolation;
   }
 
   async #start(): Promise<void> {
