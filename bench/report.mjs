@@ -53,7 +53,7 @@ export function renderTables(results) {
     );
     const calls = Object.values(latency).find((r) => r.calls)?.calls ?? 0;
     out.push(
-      `### Round-trip latency: ${calls.toLocaleString('en-US')} sequential tools/call (echo), µs`,
+      `### Round-trip latency: ${calls.toLocaleString('en-US')} sequential tools/call (echo), µs${results.settings?.keepCpusAwake ? ' — idle cores kept busy (--keep-cpus-awake)' : ''}`,
       '',
       table(
         ['target', 'p50', 'p95', 'p99', 'mean', 'p50 added vs direct', 'p50 vs direct', 'CPU µs/call ¹'],

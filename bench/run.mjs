@@ -1,6 +1,7 @@
 // `pnpm bench`: the bridge against a client talking to the server directly, and the backends
 // against each other, in one run. Tables on stdout, raw results in bench-results.json, progress on
 // stderr. Targets print PASS/MISS; a miss never fails the exit code.
+import { spawn } from 'node:child_process';
 import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
@@ -33,6 +34,7 @@ const { values: flags } = parseArgs({
     out: { type: 'string', default: join(ROOT, 'bench-results.json') },
     'cpu-prof': { type: 'string' },
     'no-npx': { type: 'boolean', default: false },
+    'keep-cpus-awake': { type: 'boolean', default: false },
     'backend-module': { type: 'string', multiple: true, default: [] },
     help: { type: 'boolean', default: false },
   },
@@ -45,6 +47,9 @@ if (flags.help) {
   --out        where the raw results go (default bench-results.json at the repository root)
   --cpu-prof   write a V8 CPU profile of every bridge process into dir
   --no-npx     leave out the npx install-then-run cold start
+  --keep-cpus-awake
+               during latency, run lowest-priority busy loops (cores − 1), so that wake-ups do not
+               come from idle (slow on virtual machines); for measuring the code, not the host
   --backend-module name=module
                also bench a backend module the binary does not list (run --backend <module>);
                repeatable; a name the binary offers is replaced
@@ -145,6 +150,7 @@ const results = {
   ...(modules.size > 0 ? { backendModules: Object.fromEntries(modules) } : {}),
   settings: {
     quick,
+    keepCpusAwake: flags['keep-cpus-awake'],
     ...settings,
     throughputResultBytes: 1024 * 1024,
     bigMessageBytes: BIG_BYTES,
@@ -178,16 +184,33 @@ function withTrace(tracePath) {
 }
 const ordered = Object.entries(targets);
 
+/**
+ * Lowest-priority busy loops, one fewer than the cores (one per core crowds the scheduler): they
+ * keep idle cores from halting, so a wake-up does not have to bring a core out of idle.
+ */
+function keepCpusAwake() {
+  const count = Math.max(1, os.cpus().length - 1);
+  const loops = Array.from({ length: count }, () =>
+    spawn('nice', ['-n', '19', process.execPath, '-e', 'for (;;) {}'], { stdio: 'ignore' }),
+  );
+  for (const loop of loops) loop.on('error', () => undefined);
+  return () => {
+    for (const loop of loops) loop.kill('SIGKILL');
+  };
+}
+
 for (const [suite, measure, setting] of [
   ['latency', measureLatency, settings.latency],
   ['throughput', measureThroughput, settings.throughput],
 ]) {
   if (!wanted(suite)) continue;
   const trace = tempTrace();
+  const awake = suite === 'latency' && flags['keep-cpus-awake'] ? keepCpusAwake() : undefined;
   try {
     log(`${suite}: ${Object.keys(targets).join(', ')}, none + trace (interleaved)`);
     results[suite] = await measure(withTrace(trace.path), server, setting, log);
   } finally {
+    awake?.();
     trace.dispose();
   }
 }

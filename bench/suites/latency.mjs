@@ -6,7 +6,7 @@ import { cpuMsOf, memoryOf } from '../lib/proc.mjs';
 import { percentile, round } from '../lib/stats.mjs';
 import { startSession } from '../lib/targets.mjs';
 
-const ROUNDS = 5;
+const ROUNDS = 20;
 
 async function sequential(client, requests, from, to, samples, offset) {
   for (let i = from; i < to; i++) {
