@@ -1,4 +1,6 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=1
+// A 1 MiB young generation: the bridge's live heap is a few MB, and V8's default semi-space lets RSS
+// drift up by tens of MB under traffic for no gain in speed (docs/performance.md).
 import { main } from './main.js';
 
 const code = await main(process.argv.slice(2));
