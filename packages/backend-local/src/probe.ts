@@ -206,34 +206,42 @@ async function gatherFacts(
   const searchPath = `${hostEnv.PATH ?? ''}${delimiter}${STANDARD_PATH}`;
   const bwrapPath = 'bwrapPath' in given ? given.bwrapPath : findOnPath('bwrap', searchPath);
   const prlimitPath = 'prlimitPath' in given ? given.prlimitPath : findOnPath('prlimit', searchPath);
-  let bwrapVersion = given.bwrapVersion;
-  if (!('bwrapVersion' in given) && bwrapPath && platform === 'linux') {
-    const result = await run(bwrapPath, ['--version'], undefined);
-    bwrapVersion = /(\d+\.\d+(?:\.\d+)?)/.exec(result.stdout)?.[1];
-  }
+  // `bwrap --version` and the trial sandbox run side by side: they are most of the probe's time on
+  // every start. A trial of a bwrap too old for its flags fails, and the version check then says why.
+  const canRun = platform === 'linux' && bwrapPath !== undefined;
+  const versionRun =
+    !('bwrapVersion' in given) && canRun ? run(bwrapPath, ['--version'], undefined) : undefined;
+  const trialRun =
+    !('trial' in given) && canRun && (!('bwrapVersion' in given) || given.bwrapVersion !== undefined)
+      ? run(
+          bwrapPath,
+          [
+            '--unshare-all',
+            '--unshare-user',
+            '--disable-userns',
+            '--die-with-parent',
+            '--new-session',
+            '--ro-bind',
+            '/',
+            '/',
+            '--proc',
+            '/proc',
+            '--dev',
+            '/dev',
+            '--',
+            'true',
+          ],
+          uid === 0 ? runAs : undefined,
+        )
+      : undefined;
+  const bwrapVersion = versionRun
+    ? /(\d+\.\d+(?:\.\d+)?)/.exec((await versionRun).stdout)?.[1]
+    : given.bwrapVersion;
   let trial = given.trial;
-  if (!('trial' in given) && platform === 'linux' && bwrapPath && bwrapVersion) {
-    if (compareVersions(bwrapVersion, MIN_BWRAP_VERSION) >= 0) {
-      const result = await run(
-        bwrapPath,
-        [
-          '--unshare-all',
-          '--unshare-user',
-          '--disable-userns',
-          '--die-with-parent',
-          '--new-session',
-          '--ro-bind',
-          '/',
-          '/',
-          '--proc',
-          '/proc',
-          '--dev',
-          '/dev',
-          '--',
-          'true',
-        ],
-        uid === 0 ? runAs : undefined,
-      );
+  if (trialRun) {
+    const result = await trialRun;
+    // Only a recent enough bwrap gets a verdict from its trial; an old one fails on its flags.
+    if (bwrapVersion && compareVersions(bwrapVersion, MIN_BWRAP_VERSION) >= 0) {
       trial = { ok: result.code === 0, stderr: result.stderr };
     }
   }
