@@ -1,11 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type {
-  ExitStatus,
-  Sandbox,
-  SandboxBackend,
-  SandboxProcess,
-  SandboxSpec,
-} from './contract.js';
+import type { ExitStatus, Sandbox, SandboxBackend, SandboxProcess, SandboxSpec } from './contract.js';
 import { type Deferred, deferred, within } from './deferred.js';
 import { createRedactor, type Redactor } from './env.js';
 import { isSandboxError, SandboxError, SetupFailedError } from './errors.js';
