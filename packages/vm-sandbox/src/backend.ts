@@ -34,7 +34,7 @@ import { parseUntrusted } from './copy.js';
 import { PROBE_APP_SOURCE, VM_PROBE_COMMAND } from './probe-app.js';
 import type { EngineEvent } from './runtime.js';
 import { type InternalSandboxOptions, MCPAppSandbox } from './sandbox.js';
-import type { Isolation } from './session.js';
+import { drainOrClose, type Isolation } from './session.js';
 
 export interface VmBackendOptions extends BackendFactoryOptions {
   /**
@@ -257,7 +257,7 @@ class AppProcess implements SandboxProcess {
         while (this.#unacked > RAW_BACKPRESSURE_BYTES && !this.#exited) await once(this.#acked, 'ack');
         this.#sandbox.deliver({ t: 'data', chunk: Buffer.from(chunk).toString('latin1') });
       } else if (!this.#stdin.write(chunk)) {
-        await once(this.#stdin, 'drain');
+        await drainOrClose(this.#stdin);
       }
     });
     this.#tail = result.catch(() => undefined);
@@ -316,11 +316,19 @@ class AppProcess implements SandboxProcess {
     }
   }
 
+  readonly #drains = new Map<NodeJS.EventEmitter, Promise<void>>();
+
   async #out(id: number, fd: number, chunk: string): Promise<void> {
     this.#unacked += chunk.length;
     const stream = fd === 2 ? this.stderr : this.stdout;
     if (!stream.writableEnded && !stream.write(Buffer.from(chunk, 'latin1'))) {
-      await Promise.race([once(stream, 'drain'), this.exit]);
+      // Writes that find the stream full share one wait for its drain.
+      let waiting = this.#drains.get(stream);
+      if (!waiting) {
+        waiting = drainOrClose(stream, this.exit).finally(() => this.#drains.delete(stream));
+        this.#drains.set(stream, waiting);
+      }
+      await waiting;
     }
     this.#unacked -= chunk.length;
     this.#acked.emit('ack');

@@ -384,7 +384,7 @@ export async function spawnChild(argv: readonly string[]): Promise<LaunchedProce
   const writeNow = async (chunk: Uint8Array) => {
     if (stdinClosed || stdinError || stdin.destroyed)
       throw new ProcessClosedError('stdin is closed', { cause: stdinError });
-    if (!stdin.write(chunk)) await Promise.race([once(stdin, 'drain'), once(stdin, 'close')]);
+    if (!stdin.write(chunk)) await drainOrClose(stdin);
   };
   return {
     pid: child.pid as number,
@@ -406,4 +406,21 @@ export async function spawnChild(argv: readonly string[]): Promise<LaunchedProce
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
   };
+}
+
+/** Waits for `drain` or `close`, and removes the listener that lost: slow writes must not pile them up. */
+export async function drainOrClose(
+  stream: NodeJS.EventEmitter,
+  ...others: Promise<unknown>[]
+): Promise<void> {
+  const done = new AbortController();
+  try {
+    await Promise.race([
+      once(stream, 'drain', { signal: done.signal }),
+      once(stream, 'close', { signal: done.signal }),
+      ...others,
+    ]);
+  } finally {
+    done.abort();
+  }
 }
