@@ -7,6 +7,13 @@ import { bridgeSession, LineTransport } from './helpers.js';
 // Runs against the real E2B cloud and costs a few cents of VM time; everything else in this
 // package runs offline against the fake. Run it with: E2B_API_KEY=e2b_... pnpm test -- live
 const key = process.env.E2B_API_KEY;
+if (!key) {
+  // Said out loud, not only in the test's title: a quiet reporter would hide why it did not run.
+  process.stderr.write(
+    'backend-e2b: the live E2B test is skipped because E2B_API_KEY is not set ' +
+      '(run it with E2B_API_KEY=e2b_... npx vitest run test/live.test.ts in packages/backend-e2b)\n',
+  );
+}
 
 describe('live E2B (only with E2B_API_KEY)', () => {
   it.skipIf(!key)(
