@@ -1,16 +1,13 @@
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import {
-  type ExitStatus,
+  adaptChildProcess,
+  type ChildSandboxProcess,
   type KillSignal,
-  ProcessClosedError,
   SandboxFailureError,
-  type SandboxProcess,
 } from '@mcpsandbox/core';
 
-export interface SpawnedProcess extends SandboxProcess {
-  readonly pid: number;
-}
+export type SpawnedProcess = ChildSandboxProcess;
 
 /**
  * Spawns `argv` in its own process group and adapts it to the contract. The group lets `kill`
@@ -63,40 +60,7 @@ export interface AdaptOptions {
 
 export function adaptChild(child: ChildProcess, options: AdaptOptions = {}): SpawnedProcess {
   const pid = child.pid as number;
-  const stdin = child.stdin!;
-  let stdinError: Error | undefined;
-  let stdinClosed = false;
-  // EPIPE after the child is gone must not crash the host: remember it and fail later writes.
-  stdin.on('error', (error) => {
-    stdinError = error;
-  });
-
-  const exit = new Promise<ExitStatus>((resolve) => {
-    child.once('exit', (code, signal) => {
-      resolve({ code, signal });
-    });
-  });
-
-  let tail: Promise<void> = Promise.resolve();
-  const writeNow = async (chunk: Uint8Array): Promise<void> => {
-    if (stdinClosed) throw new ProcessClosedError('stdin is closed');
-    if (stdinError || stdin.destroyed) {
-      throw new ProcessClosedError('the process no longer reads its stdin', { cause: stdinError });
-    }
-    if (!stdin.write(chunk)) {
-      // Cancel the listener that lost the race, or every slow write would leave one behind.
-      const done = new AbortController();
-      try {
-        await Promise.race([
-          once(stdin, 'drain', { signal: done.signal }),
-          once(stdin, 'close', { signal: done.signal }),
-        ]);
-      } finally {
-        done.abort();
-      }
-    }
-  };
-
+  // The group may outlive its leader (a daemonized grandchild): signal it even after exit.
   const signalGroup = (signal: KillSignal) => {
     try {
       process.kill(-pid, signal);
@@ -108,27 +72,5 @@ export function adaptChild(child: ChildProcess, options: AdaptOptions = {}): Spa
       }
     }
   };
-  const deliver = options.signal ?? signalGroup;
-
-  return {
-    pid,
-    stdout: child.stdout!,
-    stderr: child.stderr!,
-    exit,
-    write(chunk) {
-      const result = tail.then(() => writeNow(chunk));
-      tail = result.catch(() => undefined);
-      return result;
-    },
-    async closeStdin() {
-      await tail;
-      if (stdinClosed) return;
-      stdinClosed = true;
-      stdin.end();
-    },
-    async kill(signal = 'SIGTERM') {
-      // The group may outlive its leader (a daemonized grandchild): signal it even after exit.
-      deliver(signal);
-    },
-  };
+  return adaptChildProcess(child, { signal: options.signal ?? signalGroup });
 }

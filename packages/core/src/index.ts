@@ -9,6 +9,12 @@ export {
   startBridge,
 } from './bridge.js';
 export {
+  type AdaptChildOptions,
+  adaptChildProcess,
+  type ChildSandboxProcess,
+  drainOrClose,
+} from './child-process.js';
+export {
   type BackendFactoryOptions,
   type BackendModule,
   type CreateOptions,

@@ -6,6 +6,7 @@ import { PassThrough } from 'node:stream';
 import {
   armTtl,
   type BackendFactoryOptions,
+  drainOrClose,
   type ExecOptions,
   type ExitStatus,
   type KillSignal,
@@ -34,7 +35,7 @@ import { parseUntrusted } from './copy.js';
 import { PROBE_APP_SOURCE, VM_PROBE_COMMAND } from './probe-app.js';
 import type { EngineEvent } from './runtime.js';
 import { type InternalSandboxOptions, MCPAppSandbox } from './sandbox.js';
-import { drainOrClose, type Isolation } from './session.js';
+import type { Isolation } from './session.js';
 
 export interface VmBackendOptions extends BackendFactoryOptions {
   /**

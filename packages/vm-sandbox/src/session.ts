@@ -4,10 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import * as vm from 'node:vm';
 import {
-  type ExitStatus,
-  type KillSignal,
+  adaptChildProcess,
   type Logger,
-  ProcessClosedError,
   type Sandbox,
   type SandboxBackend,
   SandboxFailureError,
@@ -371,56 +369,5 @@ export async function spawnChild(argv: readonly string[]): Promise<LaunchedProce
   if (file === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
   const child = spawn(file, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe'] });
   await once(child, 'spawn');
-  const stdin = child.stdin;
-  let stdinClosed = false;
-  let stdinError: Error | undefined;
-  stdin.on('error', (error) => {
-    stdinError = error;
-  });
-  const exit = new Promise<ExitStatus>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
-  let tail: Promise<void> = Promise.resolve();
-  const writeNow = async (chunk: Uint8Array) => {
-    if (stdinClosed || stdinError || stdin.destroyed)
-      throw new ProcessClosedError('stdin is closed', { cause: stdinError });
-    if (!stdin.write(chunk)) await drainOrClose(stdin);
-  };
-  return {
-    pid: child.pid as number,
-    stdout: child.stdout,
-    stderr: child.stderr,
-    exit,
-    write(chunk) {
-      const result = tail.then(() => writeNow(chunk));
-      tail = result.catch(() => undefined);
-      return result;
-    },
-    async closeStdin() {
-      await tail;
-      if (stdinClosed) return;
-      stdinClosed = true;
-      stdin.end();
-    },
-    async kill(signal: KillSignal = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    },
-  };
-}
-
-/** Waits for `drain` or `close`, and removes the listener that lost: slow writes must not pile them up. */
-export async function drainOrClose(
-  stream: NodeJS.EventEmitter,
-  ...others: Promise<unknown>[]
-): Promise<void> {
-  const done = new AbortController();
-  try {
-    await Promise.race([
-      once(stream, 'drain', { signal: done.signal }),
-      once(stream, 'close', { signal: done.signal }),
-      ...others,
-    ]);
-  } finally {
-    done.abort();
-  }
+  return adaptChildProcess(child);
 }
