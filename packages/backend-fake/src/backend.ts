@@ -4,6 +4,7 @@ import {
   armTtl,
   type BackendFactoryOptions,
   type ExecOptions,
+  killAll,
   type Logger,
   type Sandbox,
   type SandboxBackend,
@@ -122,11 +123,6 @@ class FakeSandbox implements Sandbox {
     this.#disarmTtl();
     const procs = [...this.#live];
     this.#live.clear();
-    await Promise.all(
-      procs.map(async (proc) => {
-        await proc.kill('SIGKILL');
-        await proc.exit;
-      }),
-    );
+    await killAll(procs);
   }
 }

@@ -3,6 +3,7 @@ import {
   armTtl,
   type BackendFactoryOptions,
   type ExecOptions,
+  killAll,
   type Sandbox,
   type SandboxBackend,
   SandboxFailureError,
@@ -71,11 +72,6 @@ class ChildProcessSandbox implements Sandbox {
     this.#disarmTtl();
     const procs = [...this.#live];
     this.#live.clear();
-    await Promise.all(
-      procs.map(async (proc) => {
-        await proc.kill('SIGKILL');
-        await proc.exit;
-      }),
-    );
+    await killAll(procs);
   }
 }

@@ -13,6 +13,7 @@ export {
   adaptChildProcess,
   type ChildSandboxProcess,
   drainOrClose,
+  killAll,
 } from './child-process.js';
 export {
   type BackendFactoryOptions,

@@ -43,6 +43,7 @@ describe('@mcpsandbox/core public exports', () => {
         "inspectMessage",
         "isSandboxError",
         "isolationRank",
+        "killAll",
         "lineContent",
         "looksSecret",
         "openTraceFile",

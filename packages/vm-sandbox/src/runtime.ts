@@ -91,15 +91,19 @@ export function createRuntime(
   let pumpScript: VmModule.Script | undefined;
   let pumpQueued = false;
 
-  const die = (reason: string, message: string) => {
-    if (dead) return;
+  /** Drops everything the app could still run; false when it was already gone. */
+  const teardown = (): boolean => {
+    if (dead) return false;
     dead = true;
     for (const timer of timers.values()) deps.clearTimeout(timer.handle);
     timers.clear();
     inbox.length = 0;
     context = undefined;
     pumpScript = undefined;
-    emit({ t: 'crash', reason, message });
+    return true;
+  };
+  const die = (reason: string, message: string) => {
+    if (teardown()) emit({ t: 'crash', reason, message });
   };
 
   const str = (value: unknown, max: number): string | undefined =>
@@ -334,13 +338,7 @@ export function createRuntime(
       checkIdle();
     },
     dispose() {
-      if (dead) return;
-      dead = true;
-      for (const timer of timers.values()) deps.clearTimeout(timer.handle);
-      timers.clear();
-      inbox.length = 0;
-      context = undefined;
-      pumpScript = undefined;
+      teardown();
     },
   };
 }
