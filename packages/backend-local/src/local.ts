@@ -13,7 +13,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { chmod, readdir, rm } from 'node:fs/promises';
-import type { Server as NetServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import {
@@ -33,12 +32,16 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
+import { DenialReporter, SyntheticNames } from './egress.js';
 import { type NetGrant, parseGrant } from './grants.js';
 import { type LimitPlan, planLimits } from './limits.js';
+import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
 import { type NpxCacheOptions, prepareNpx } from './npx.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
-import { EgressProxy, type Resolver } from './proxy.js';
+import type { Resolver } from './proxy.js';
 import { buildSeccompFilter } from './seccomp.js';
+import { planTlsTrust, type TlsTrust, tlsTrustNames } from './tls-trust.js';
+import type { Dialer } from './transparent.js';
 import {
   type Bind,
   commandBinds,
@@ -69,6 +72,13 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly probe?: () => Promise<LocalSandboxInfo>;
   /** Replaces DNS for the egress proxy (tests). */
   readonly resolve?: Resolver;
+  /** Replaces the egress proxy's upstream connect to a checked address (tests). */
+  readonly dial?: Dialer;
+  /**
+   * Forward the host's TLS trust variables (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, …) and make the
+   * files they name visible read-only (default true; setting `hostTlsTrust=off`).
+   */
+  readonly hostTlsTrust?: boolean;
 }
 
 export const DEFAULT_MAX_PROCESSES = 256;
@@ -93,6 +103,10 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
     }
     return number;
   };
+  const tlsTrust =
+    options.hostTlsTrust ?? !['off', 'false', '0', 'no'].includes(settings.hostTlsTrust ?? 'on');
+  const trustNames = tlsTrust ? tlsTrustNames(hostEnv) : [];
+  const trustNote = trustNames.length > 0 ? `; host TLS trust: ${trustNames.join(', ')}` : '';
   let info: LocalSandboxInfo | undefined;
   let probing: Promise<LocalSandboxInfo> | undefined;
   const probe = () => {
@@ -120,8 +134,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
     describe: () =>
       info
         ? `bubblewrap ${info.bwrapVersion}: user, mount, pid, ipc, uts and network namespaces, seccomp, ` +
-          `read-only system, private home and tmp${info.runAs ? `, as uid ${info.runAs.uid}` : ''}`
-        : 'bubblewrap OS sandbox (namespaces, seccomp, read-only system)',
+          `read-only system, private home and tmp${info.runAs ? `, as uid ${info.runAs.uid}` : ''}${trustNote}`
+        : `bubblewrap OS sandbox (namespaces, seccomp, read-only system)${trustNote}`,
     async create(spec, createOptions) {
       const found = await probe();
       createOptions?.signal?.throwIfAborted();
@@ -136,6 +150,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       for (const note of limits.notes) logger.warn(note);
       spec.onEvent?.({ type: 'limits', enforced: limits.enforced, notEnforced: limits.notEnforced });
       const home = hostEnv.HOME ?? homedir();
+      const trust = tlsTrust ? planTlsTrust(hostEnv, hiddenRoots(home)) : undefined;
+      for (const note of trust?.notes ?? []) logger.warn(note);
       const npm: NpxCacheOptions = {
         cacheRoot:
           options.npmCacheDir ??
@@ -157,6 +173,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         npm,
         logger,
         ...(options.resolve ? { resolve: options.resolve } : {}),
+        ...(options.dial ? { dial: options.dial } : {}),
+        ...(trust ? { tlsTrust: trust } : {}),
       });
     },
   };
@@ -210,11 +228,19 @@ interface SandboxConfig {
   readonly npm: NpxCacheOptions;
   readonly logger: Logger;
   readonly resolve?: Resolver;
+  readonly dial?: Dialer;
+  readonly tlsTrust?: TlsTrust;
 }
 
 /** Internal extras for one exec: install steps bind their cache entry read-write. */
 export interface SpawnExtras {
   readonly binds?: readonly Bind[];
+}
+
+interface EgressState {
+  readonly names: SyntheticNames;
+  readonly reporter: DenialReporter;
+  readonly files: ReturnType<typeof writeResolverFiles>;
 }
 
 interface Live {
@@ -236,6 +262,8 @@ class LocalSandbox implements Sandbox {
   /** Binds added by prepare() (the installed package), for every later exec. */
   readonly #extraBinds: Bind[] = [];
   #staged = 0;
+  /** Egress state shared by every exec: one synthetic address per name, one hint per name. */
+  #egress: EgressState | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(config: SandboxConfig) {
@@ -323,12 +351,21 @@ class LocalSandbox implements Sandbox {
       dest: m.sandboxPath,
       mode: m.mode,
     }));
+    // The host's TLS trust: a variable crosses only when the sandbox can see what it names.
+    const trustEnv: Record<string, string> = {};
+    for (const entry of this.#config.tlsTrust?.entries ?? []) {
+      const needed = entry.binds.filter((bind) => isHidden(bind.source, this.#roots));
+      if (!needed.every(bindable)) continue;
+      userBinds.push(...needed);
+      trustEnv[entry.name] = entry.value;
+    }
 
     const env: Record<string, string> = {
       PATH: sandboxPath(pathDirs, hostEnv.PATH, this.#roots),
       HOME: this.#insideHome,
       TMPDIR: SANDBOX_TMP,
       LANG: hostEnv.LANG || 'C.UTF-8',
+      ...trustEnv,
       ...spec.env,
       ...options.env,
     };
@@ -371,7 +408,8 @@ class LocalSandbox implements Sandbox {
       '--unshare-user',
       '--unshare-ipc',
       '--unshare-pid',
-      '--unshare-net',
+      // With egress the network namespace comes from the outer layer (network.ts).
+      ...(networked ? [] : ['--unshare-net']),
       '--unshare-uts',
       '--unshare-cgroup-try',
       '--disable-userns',
@@ -396,9 +434,43 @@ class LocalSandbox implements Sandbox {
     for (const bind of userBinds) args.push(...bindArgs(bind));
     // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
     for (const root of tmpfsRoots) args.push('--remount-ro', root);
+    // --- egress: the sandbox's own resolver files and, as in the outer layer, its own uid.
+    let network: SandboxNetwork | undefined;
+    if (networked) {
+      const egress = this.#egressState();
+      network = new SandboxNetwork({
+        grants,
+        names: egress.names,
+        reporter: egress.reporter,
+        proxyPort: SANDBOX_PROXY_PORT,
+        logger: this.#config.logger,
+        ...(spec.onEvent ? { onEvent: spec.onEvent } : {}),
+        ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
+        ...(this.#config.dial ? { dial: this.#config.dial } : {}),
+      });
+      const { resolv, hosts, nsswitch } = egress.files;
+      args.push('--ro-bind', resolv, '/etc/resolv.conf', '--ro-bind', hosts, '/etc/hosts');
+      args.push('--ro-bind', nsswitch, '/etc/nsswitch.conf');
+      const uid = info.runAs?.uid ?? process.getuid?.() ?? 0;
+      const gid = info.runAs?.gid ?? process.getgid?.() ?? 0;
+      args.push('--uid', String(uid), '--gid', String(gid));
+    }
+    // --- end egress
     args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
     if (options.cwd) args.push('--chdir', options.cwd);
-    args.push('--', ...this.#launcher(command, ipcFd));
+    args.push('--', ...this.#launcher(command));
+    // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
+    const bwrapArgv =
+      network && ipcFd !== undefined
+        ? [
+            info.bwrapPath,
+            ...outerBwrapArgs(),
+            '--',
+            ...this.#relayLauncher(network, ipcFd),
+            info.bwrapPath,
+            ...args,
+          ]
+        : [info.bwrapPath, ...args];
 
     let child: ChildProcess;
     if (staged.length > 0 && info.runAs && info.staging) {
@@ -423,13 +495,12 @@ class LocalSandbox implements Sandbox {
           `--regid=${gid}`,
           '--clear-groups',
           '--',
-          info.bwrapPath,
-          ...args,
+          ...bwrapArgv,
         ],
         { env, stdio },
       );
     } else {
-      child = await startChild(info.bwrapPath, args, {
+      child = await startChild(bwrapArgv[0] as string, bwrapArgv.slice(1), {
         env,
         stdio,
         ...(info.runAs ? { uid: info.runAs.uid, gid: info.runAs.gid } : {}),
@@ -460,23 +531,19 @@ class LocalSandbox implements Sandbox {
     };
     const proc = adaptChild(child, { signal });
 
-    let proxy: EgressProxy | undefined;
-    if (networked) {
-      proxy = new EgressProxy({
-        grants,
-        ...(spec.onEvent ? { onEvent: spec.onEvent } : {}),
-        ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
-      });
-      const activeProxy = proxy;
-      child.once('message', (_message: unknown, handle: unknown) => {
-        if (handle && typeof (handle as NetServer).on === 'function') activeProxy.attach(handle as NetServer);
+    if (network) {
+      const active = network;
+      const onMessage = (message: unknown, handle: unknown) => {
+        if (!active.attach(message, handle)) return;
+        child.off('message', onMessage);
         if (child.connected) child.disconnect();
-      });
+      };
+      child.on('message', onMessage);
     }
     const live: Live = {
       proc,
       done: proc.exit.then(() => {
-        proxy?.close();
+        network?.close();
         if (child.connected) child.disconnect();
         this.#live.delete(live);
       }),
@@ -487,20 +554,33 @@ class LocalSandbox implements Sandbox {
     return proc;
   }
 
-  /** The argv bwrap executes: limits, a clean environment and, with egress, the relay first. */
-  #launcher(command: readonly string[], ipcFd: number | undefined): string[] {
+  /** The argv bwrap executes: limits and a clean environment. */
+  #launcher(command: readonly string[]): string[] {
     const { info, limits } = this.#config;
     const limited =
       info.prlimitPath && limits.prlimitArgs.length > 0
         ? [info.prlimitPath, ...limits.prlimitArgs, '--', ...command]
         : [...command];
-    if (ipcFd === undefined) {
-      // bwrap sets PWD; the environment is the allowlist and nothing else.
-      return ['/bin/sh', '-c', 'unset PWD; exec "$@"', 'sh', ...limited];
-    }
-    // The relay runs before the command, with the user's NODE_OPTIONS cleared: nothing but it runs then.
-    const script = `NODE_OPTIONS= "$0" -e "$1" || exit 125; unset PWD NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift; exec "$@"`;
-    return ['/bin/sh', '-c', script, process.execPath, relaySource(SANDBOX_PROXY_PORT), ...limited];
+    // bwrap sets PWD; the environment is the allowlist and nothing else.
+    return ['/bin/sh', '-c', 'unset PWD; exec "$@"', 'sh', ...limited];
+  }
+
+  /**
+   * The outer layer's argv before the inner bwrap: the relay opens the sandbox's sockets, with
+   * the user's NODE_OPTIONS cleared, then the IPC channel is closed so nothing inside inherits it.
+   */
+  #relayLauncher(network: SandboxNetwork, ipcFd: number): string[] {
+    const script = `NODE_OPTIONS= "$0" -e "$1" "$2" || exit 125; unset NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift 2; exec "$@"`;
+    return ['/bin/sh', '-c', script, process.execPath, relaySource(), JSON.stringify(network.sockets)];
+  }
+
+  #egressState(): EgressState {
+    this.#egress ??= {
+      names: new SyntheticNames(),
+      reporter: new DenialReporter(this.#config.spec.onEvent, this.#config.logger),
+      files: writeResolverFiles(join(this.#root, 'net')),
+    };
+    return this.#egress;
   }
 
   #assertOpen(): void {
@@ -524,15 +604,6 @@ class LocalSandbox implements Sandbox {
     );
     await removeTree(this.#root);
   }
-}
-
-/**
- * Runs inside the sandbox before the command, in its network namespace: opens the proxy's
- * listener on the sandbox's own loopback and hands the listening socket to the host over the
- * IPC channel. The host serves it from then on, so no process inside needs a unix socket.
- */
-function relaySource(port: number): string {
-  return `const s=require('net').createServer();s.on('error',e=>{console.error('mcp-sandbox relay: '+e.message);process.exit(1)});s.listen({host:'127.0.0.1',port:${port}},()=>process.send('listening',s,()=>process.exit(0)))`;
 }
 
 function proxyEnv(port: number): Record<string, string> {

@@ -57,6 +57,8 @@ export interface EgressProxyOptions {
   readonly grants: readonly NetGrant[];
   readonly onEvent?: (event: SandboxEvent) => void;
   readonly resolve?: Resolver;
+  /** Opens the tunnel's upstream connection to the checked address (tests). */
+  readonly dial?: (address: string, port: number) => Socket;
 }
 
 /**
@@ -139,7 +141,9 @@ export class EgressProxy {
       );
       return;
     }
-    const upstream = connect({ host: decision.address, port: authority.port });
+    const upstream = this.#options.dial
+      ? this.#options.dial(decision.address, authority.port)
+      : connect({ host: decision.address, port: authority.port });
     this.#track(upstream);
     upstream.setTimeout(30_000, () => upstream.destroy());
     upstream.once('connect', () => {

@@ -1,0 +1,175 @@
+import type { Socket as UdpSocket } from 'node:dgram';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import type { Server as NetServer } from 'node:net';
+import { join } from 'node:path';
+import type { Logger, SandboxEvent } from '@mcpsandbox/core';
+import { DnsResponder } from './dns.js';
+import {
+  type DenialReporter,
+  nameIsGranted,
+  SANDBOX_DNS_ADDRESS,
+  type SyntheticNames,
+  transparentPorts,
+} from './egress.js';
+import type { NetGrant } from './grants.js';
+import { EgressProxy, type Resolver } from './proxy.js';
+import { type Dialer, TransparentEgress } from './transparent.js';
+
+/** One socket the relay opens in the sandbox's network namespace and hands to the host. */
+export interface RelaySocket {
+  readonly id: string;
+  readonly kind: 'tcp' | 'udp';
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface SandboxNetworkOptions {
+  readonly grants: readonly NetGrant[];
+  readonly names: SyntheticNames;
+  readonly proxyPort: number;
+  readonly onEvent?: (event: SandboxEvent) => void;
+  readonly logger: Logger;
+  readonly reporter: DenialReporter;
+  readonly resolve?: Resolver;
+  readonly dial?: Dialer;
+}
+
+const DNS_PORT = 53;
+
+/**
+ * The host side of one sandboxed process's network: the proxy for programs that honour the
+ * proxy variables, and for every other program a DNS responder and transparent listeners. All
+ * their sockets are opened inside the sandbox's network namespace by the relay and served here.
+ */
+export class SandboxNetwork {
+  readonly sockets: readonly RelaySocket[];
+  readonly #proxy: EgressProxy;
+  readonly #dns: DnsResponder;
+  readonly #transparent: TransparentEgress;
+  #attached = 0;
+
+  constructor(options: SandboxNetworkOptions) {
+    const { grants, names, reporter } = options;
+    const emit = (event: SandboxEvent) => {
+      options.onEvent?.(event);
+      reporter.observe(event);
+    };
+    const shared = {
+      grants,
+      onEvent: emit,
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+      ...(options.dial ? { dial: options.dial } : {}),
+    };
+    this.#proxy = new EgressProxy(shared);
+    this.#transparent = new TransparentEgress({ ...shared, names });
+    this.#dns = new DnsResponder({
+      addressFor: (name) =>
+        nameIsGranted(grants, name) ? (names.addressFor(name) ?? 'exhausted') : undefined,
+      refused: (name) => reporter.denied(name, undefined, 'dns'),
+    });
+    const ports = transparentPorts(grants, [DNS_PORT, options.proxyPort]);
+    for (const port of [DNS_PORT, options.proxyPort]) {
+      if (grants.some((grant) => grant.kind !== 'ip' && grant.port === port)) {
+        options.logger.warn(
+          `port ${port} is the sandbox's own (${port === DNS_PORT ? 'DNS' : 'proxy'}): connections to it ` +
+            'reach a granted name only through the proxy variables (HTTPS_PROXY)',
+        );
+      }
+    }
+    this.sockets = [
+      { id: 'proxy', kind: 'tcp', host: '127.0.0.1', port: options.proxyPort },
+      { id: 'dns-udp', kind: 'udp', host: SANDBOX_DNS_ADDRESS, port: DNS_PORT },
+      { id: 'dns-tcp', kind: 'tcp', host: SANDBOX_DNS_ADDRESS, port: DNS_PORT },
+      ...ports.map((port) => ({ id: `tcp-${port}`, kind: 'tcp' as const, host: '0.0.0.0', port })),
+    ];
+  }
+
+  /** Takes one handle the relay sent; true once every socket has arrived. */
+  attach(message: unknown, handle: unknown): boolean {
+    const id = typeof message === 'object' && message !== null ? (message as { id?: unknown }).id : undefined;
+    const socket = this.sockets.find((s) => s.id === id);
+    if (!socket || !handle || typeof (handle as { on?: unknown }).on !== 'function') return false;
+    if (socket.id === 'proxy') this.#proxy.attach(handle as NetServer);
+    else if (socket.id === 'dns-udp') this.#dns.attachUdp(handle as UdpSocket);
+    else if (socket.id === 'dns-tcp') this.#dns.attachTcp(handle as NetServer);
+    else this.#transparent.attach(handle as NetServer);
+    this.#attached += 1;
+    return this.#attached >= this.sockets.length;
+  }
+
+  close(): void {
+    this.#proxy.close();
+    this.#dns.close();
+    this.#transparent.close();
+  }
+}
+
+/**
+ * The outer layer of a sandbox with egress: a user namespace of its own that owns the network
+ * namespace, so that the relay may bind the DNS port and ports 80 and 443 there. Only the relay
+ * and the inner bwrap run in it; the inner sandbox is a nested user namespace without any
+ * capability, with every isolation flag of a sandbox without egress except `--unshare-net`.
+ */
+export function outerBwrapArgs(): string[] {
+  return [
+    '--unshare-user',
+    '--unshare-net',
+    '--uid',
+    '0',
+    '--gid',
+    '0',
+    '--cap-add',
+    'ALL',
+    '--die-with-parent',
+    '--bind',
+    '/',
+    '/',
+  ];
+}
+
+/**
+ * Runs in the outer layer, in the sandbox's network namespace, before the sandbox starts: opens
+ * each socket of the plan (argv[1], JSON) and hands it to the host over the IPC channel.
+ */
+export function relaySource(): string {
+  return [
+    "const net=require('net'),dgram=require('dgram');",
+    'const plan=JSON.parse(process.argv[1]);',
+    "const fail=(e)=>{console.error('mcp-sandbox relay: '+e.message);process.exit(1)};",
+    'const open=(i)=>{',
+    'if(i===plan.length)return process.exit(0);',
+    'const s=plan[i];',
+    "const sock=s.kind==='udp'?dgram.createSocket('udp4'):net.createServer();",
+    "sock.on('error',fail);",
+    'const sent=()=>process.send({id:s.id},sock,()=>open(i+1));',
+    "if(s.kind==='udp')sock.bind(s.port,s.host,sent);else sock.listen({host:s.host,port:s.port},sent);",
+    '};',
+    'open(0);',
+  ].join('');
+}
+
+/** The resolver files a sandbox with egress sees: its DNS responder, and no host entries. */
+export function writeResolverFiles(dir: string): { resolv: string; hosts: string; nsswitch: string } {
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const files = {
+    resolv: join(dir, 'resolv.conf'),
+    hosts: join(dir, 'hosts'),
+    nsswitch: join(dir, 'nsswitch.conf'),
+  };
+  writeFileSync(files.resolv, `nameserver ${SANDBOX_DNS_ADDRESS}\noptions timeout:2 attempts:2\n`, {
+    mode: 0o644,
+  });
+  writeFileSync(
+    files.hosts,
+    '127.0.0.1\tlocalhost mcp-sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n',
+    {
+      mode: 0o644,
+    },
+  );
+  writeFileSync(
+    files.nsswitch,
+    'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n',
+    { mode: 0o644 },
+  );
+  return files;
+}
