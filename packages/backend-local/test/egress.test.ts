@@ -294,3 +294,69 @@ describe('programs that know nothing of proxies reach a granted name, and only t
     expect(first.proxy).toBe('http://127.0.0.1:3128');
   });
 });
+
+// Runs inside: one CONNECT through the proxy the variables name.
+const CONNECT = String.raw`
+const http = require('node:http');
+const proxy = new URL(process.env.HTTPS_PROXY);
+const req = http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: process.argv[1] });
+req.on('connect', (res, socket) => { console.log(JSON.stringify({ status: res.statusCode })); socket.destroy(); });
+req.on('error', (e) => console.log(JSON.stringify({ error: e.code })));
+req.end();
+`;
+
+describe('the address checks hold on both paths', () => {
+  const names = ['loopback.granted.test', 'private.granted.test', 'metadata.granted.test'];
+  let session: Session;
+  beforeAll(async () => {
+    session = await open(names);
+  });
+  afterAll(() => session?.box.close());
+
+  it('refuses a granted name that resolves to loopback, a private range or the metadata service', async () => {
+    for (const [name, why] of [
+      ['loopback.granted.test', 'loopback'],
+      ['private.granted.test', 'private'],
+      ['metadata.granted.test', 'link-local'],
+    ] as const) {
+      const transparent = await run(session.box, ['node', '-e', FETCH, `http://${name}/`]);
+      expect(replies(transparent.stdout)[0]?.error, name).toBeDefined();
+      const viaProxy = await run(session.box, ['node', '-e', CONNECT, `${name}:443`]);
+      expect(replies(viaProxy.stdout)[0]).toEqual({ status: 403 });
+      for (const method of ['transparent', 'CONNECT']) {
+        expect(session.events, `${name} ${method}`).toContainEqual(
+          expect.objectContaining({
+            type: 'proxy',
+            decision: 'deny',
+            method,
+            host: name,
+            reason: expect.stringContaining(why),
+          }),
+        );
+      }
+    }
+    // Granted names: refused for where they point, not for a missing grant, so no hint.
+    expect(session.warnings).toEqual([]);
+    expect(session.events.filter((e) => e.type === 'egress-denied')).toEqual([]);
+  });
+
+  it('closes a connection to a loopback address the responder never handed out', async () => {
+    const result = await run(session.box, ['node', '-e', LINE, '443', '127.77.200.1', '127.0.0.1']);
+    for (const reply of replies(result.stdout)) expect(reply.reply ?? '').toBe('');
+    expect(session.events.filter((e) => e.type === 'proxy' && e.decision === 'allow')).toEqual([]);
+  });
+
+  it('records a CONNECT refused as not granted as a denial, with one hint', async () => {
+    await run(session.box, ['node', '-e', CONNECT, 'elsewhere.test:5432']);
+    await run(session.box, ['node', '-e', CONNECT, 'elsewhere.test:5432']);
+    expect(session.events).toContainEqual({
+      type: 'egress-denied',
+      host: 'elsewhere.test',
+      port: 5432,
+      via: 'proxy',
+    });
+    expect(session.warnings).toEqual([
+      'the server tried elsewhere.test:5432, which is not granted; to allow it: --allow-net elsewhere.test:5432',
+    ]);
+  });
+});
