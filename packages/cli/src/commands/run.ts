@@ -24,7 +24,7 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 import { type Command, Option } from 'commander';
-import { resolveBackend } from '../backends.js';
+import { type BackendRegistry, type BackendScopedFlag, resolveBackend } from '../backends.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';
 import { reportError } from '../report.js';
@@ -146,6 +146,7 @@ export async function planRun(flags: RunFlags, options: CliOptions, logger: Logg
     { hostEnv: io.env, logger, settings },
     io.cwd,
   );
+  warnIgnoredFlags(flags, options.backends, logger);
   const required = flags.requireIsolation as IsolationLevel | undefined;
   if (required && isolationRank(backend.isolation) < isolationRank(required)) {
     throw new UsageError(
@@ -168,6 +169,26 @@ export async function planRun(flags: RunFlags, options: CliOptions, logger: Logg
     timing,
     ...(policy.active ? { policy } : {}),
   };
+}
+
+/** A flag the chosen backend has no use for is said to be ignored, never dropped in silence. */
+function warnIgnoredFlags(flags: RunFlags, registry: BackendRegistry, logger: Logger): void {
+  const entry = Object.hasOwn(registry, flags.backend) ? registry[flags.backend] : undefined;
+  const given: Record<BackendScopedFlag, boolean> = {
+    '--template': flags.template !== undefined,
+    '--mount': flags.mount.length > 0,
+    '--allow-net': flags.allowNet.length > 0,
+  };
+  for (const flag of entry?.ignores ?? []) {
+    if (!given[flag]) continue;
+    const users = Object.entries(registry)
+      .filter(([, other]) => !other.ignores?.includes(flag))
+      .map(([name]) => name);
+    logger.warn(
+      `${flag} does not apply to backend ${flags.backend}: ignored` +
+        (users.length > 0 ? ` (it applies to: ${users.join(', ')})` : ''),
+    );
+  }
 }
 
 function strongerThan(level: IsolationLevel): string {
