@@ -230,6 +230,16 @@ if (wanted('cold')) {
     const traced = target.bridge ? (path) => target.argv(server, ['--trace', path]) : undefined;
     cases.push({ key: name, argv: target.argv(server), traced });
   }
+  if (targets.local) {
+    // Egress granted: the outer network layer, the relay's sockets, the DNS responder and the
+    // transparent listeners (80 and 443) on top of `local`. The name is never contacted.
+    const egress = ['--allow-net', 'egress.example.com'];
+    cases.push({
+      key: 'local --allow-net',
+      argv: targets.local.argv(server, egress),
+      traced: (path) => targets.local.argv(server, [...egress, '--trace', path]),
+    });
+  }
   if (!flags['no-npx']) {
     // Outside the repository, so npx cannot find the workspace's own copy: the npx cache path.
     const cwd = join(os.tmpdir(), 'mcpsandbox-bench-npx');

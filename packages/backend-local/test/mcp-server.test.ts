@@ -26,7 +26,8 @@ describe('server-everything under local, through the real SDK Client', () => {
   it('lists the tools, calls one, and sees exactly the allowlisted environment', {
     timeout: 60_000,
   }, async () => {
-    const box = await createLocalBackend().create({
+    // The host's TLS trust variables cross by design (tls-trust.test.ts); this case is about the rest.
+    const box = await createLocalBackend({ hostTlsTrust: false }).create({
       sessionId: 'everything',
       env: { ALLOWED_ONE: 'one', ALLOWED_TWO: 'two=2' },
       ttlMs: 60_000,

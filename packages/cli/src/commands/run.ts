@@ -37,6 +37,8 @@ export interface RunFlags {
   ttl: string;
   setup: string[];
   allowNet: string[];
+  /** False with --no-host-tls-trust. */
+  hostTlsTrust?: boolean;
   mount: string[];
   backendOption: string[];
   template?: string;
@@ -93,6 +95,10 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
       [],
     )
     .option(
+      '--no-host-tls-trust',
+      "do not forward this machine's TLS trust variables (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, …)",
+    )
+    .option(
       '--mount <host[:inside][:ro|rw]>',
       'make a host path visible inside, read-only by default (repeatable)',
       collect,
@@ -124,6 +130,7 @@ export async function planRun(flags: RunFlags, options: CliOptions, logger: Logg
   const allowNet = flags.allowNet.map(parseAllowNet);
   const settings: Record<string, string> = Object.fromEntries(flags.backendOption.map(parseSetting));
   if (flags.template) settings.template = flags.template;
+  if (flags.hostTlsTrust === false) settings.hostTlsTrust = 'off';
   const maxLineBytes = flags.maxMessageSize
     ? parseSize(flags.maxMessageSize, '--max-message-size')
     : undefined;
@@ -178,6 +185,7 @@ function warnIgnoredFlags(flags: RunFlags, registry: BackendRegistry, logger: Lo
     '--template': flags.template !== undefined,
     '--mount': flags.mount.length > 0,
     '--allow-net': flags.allowNet.length > 0,
+    '--no-host-tls-trust': flags.hostTlsTrust === false,
   };
   for (const flag of entry?.ignores ?? []) {
     if (!given[flag]) continue;

@@ -13,10 +13,12 @@ import {
 import type { Command } from 'commander';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
+import { suggestGrants } from './suggest.js';
 
 interface TraceFlags {
   json?: boolean;
   follow?: boolean;
+  suggest?: boolean;
 }
 
 export function registerTraceCommand(
@@ -30,6 +32,7 @@ export function registerTraceCommand(
     .argument('<file>', 'a JSONL trace file')
     .option('--json', 'print the summary as JSON')
     .option('-f, --follow', 'print each message as it is appended, until interrupted')
+    .option('--suggest', 'print the --allow-net flags that would have let every refused egress through')
     .action(async (file: string, flags: TraceFlags) => {
       setExitCode(await traceAction(resolve(options.io.cwd, file), flags, options));
     });
@@ -46,6 +49,7 @@ async function traceAction(path: string, flags: TraceFlags, options: CliOptions)
     } catch (error) {
       throw new UsageError(`cannot read trace ${path}: ${(error as Error).message}`, { cause: error });
     }
+    if (flags.suggest) return suggest(path, text, options);
     const summary = summarizeTrace(text);
     if (summary.sessions.length === 0 && summary.malformed > 0) {
       throw new UsageError(`${path} is not an mcp-sandbox trace (no record could be read)`);
@@ -55,6 +59,18 @@ async function traceAction(path: string, flags: TraceFlags, options: CliOptions)
   } catch (error) {
     return reportError(error, logger);
   }
+}
+
+function suggest(path: string, text: string, options: CliOptions): number {
+  const { records } = readTrace(text);
+  if (records.length === 0)
+    throw new UsageError(`${path} is not an mcp-sandbox trace (no record could be read)`);
+  const { grants, skipped } = suggestGrants(records);
+  for (const grant of grants) options.io.stdout.write(`${grant}\n`);
+  const logger = createStderrLogger({ stream: options.io.stderr });
+  if (skipped > 0) logger.warn(`left out ${skipped} refused name(s) that are not plain host names`);
+  if (grants.length === 0) logger.info('no refused egress in this trace: nothing to grant');
+  return ExitCode.ok;
 }
 
 export function formatSummary(summary: TraceSummary): string {

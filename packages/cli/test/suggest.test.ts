@@ -1,0 +1,63 @@
+import type { TraceRecord } from '@mcpsandbox/core';
+import { describe, expect, it } from 'vitest';
+import { suggestGrants } from '../src/commands/suggest.js';
+
+let seq = 0;
+const record = (type: string, fields: Record<string, unknown>): TraceRecord => ({
+  v: 1,
+  ts: '2026-01-01T00:00:00.000Z',
+  seq: seq++,
+  type,
+  ...fields,
+});
+
+describe('trace --suggest', () => {
+  it('prints one flag per refused host, keeping ports other than 80 and 443, in first-refused order', () => {
+    const { grants, skipped } = suggestGrants([
+      record('sandbox.egress-denied', { host: 'api.github.com', via: 'dns' }),
+      record('sandbox.egress-denied', { host: 'api.github.com', port: 443, via: 'proxy' }),
+      record('sandbox.egress-denied', { host: 'db.example.com', port: 5432, via: 'proxy' }),
+      record('sandbox.proxy', {
+        decision: 'deny',
+        method: 'CONNECT',
+        host: 'cdn.example.net',
+        port: 80,
+        reason: 'not granted',
+      }),
+      record('sandbox.egress-denied', { host: 'fd00::1', port: 8080, via: 'proxy' }),
+      record('sandbox.egress-denied', { host: 'API.GITHUB.COM', via: 'dns' }),
+    ]);
+    expect(grants).toEqual([
+      '--allow-net api.github.com',
+      '--allow-net db.example.com:5432',
+      '--allow-net cdn.example.net',
+      '--allow-net [fd00::1]:8080',
+    ]);
+    expect(skipped).toBe(0);
+  });
+
+  it('ignores granted traffic and refusals for where a granted name points', () => {
+    const { grants } = suggestGrants([
+      record('sandbox.proxy', { decision: 'allow', host: 'ok.example.com', port: 443 }),
+      record('sandbox.proxy', {
+        decision: 'deny',
+        host: 'internal.example.com',
+        port: 443,
+        reason: 'resolves to 10.0.0.1 (private); grant it as an explicit IP',
+      }),
+      record('message', { dir: 'server->client', message: { host: 'x.example.com' } }),
+    ]);
+    expect(grants).toEqual([]);
+  });
+
+  it('never prints a refused name that a terminal could interpret', () => {
+    const { grants, skipped } = suggestGrants([
+      record('sandbox.egress-denied', { host: 'evil.com\u001b]0;pwned\u0007', via: 'dns' }),
+      record('sandbox.egress-denied', { host: 'a b.com', via: 'dns' }),
+      record('sandbox.egress-denied', { host: 'ok.example.com; rm -rf ~', via: 'dns' }),
+      record('sandbox.egress-denied', { host: 42, via: 'dns' }),
+    ]);
+    expect(grants).toEqual([]);
+    expect(skipped).toBe(3);
+  });
+});
