@@ -29,7 +29,7 @@ function skippedRow(name, reason, width) {
 
 export function renderTables(results) {
   const out = [];
-  const { latency, throughput, bigMessage, coldStart, memory, vmSandbox, skipped } = results;
+  const { latency, throughput, bigMessage, coldStart, egress, memory, vmSandbox, skipped } = results;
   const skipRows = (width, section) =>
     Object.entries(skipped)
       .filter(([name]) => section[name] === undefined)
@@ -199,6 +199,27 @@ export function renderTables(results) {
       table(['when', 'RSS', 'note'], rows),
       '',
     );
+  }
+
+  if (egress) {
+    out.push('### Egress: one HTTPS request on a new connection, inside `local`, ms (median)', '');
+    if (egress.skipped) out.push(`skipped: ${egress.skipped}`, '');
+    else
+      out.push(
+        table(
+          ['path', 'median', 'rounds'],
+          [
+            [
+              'transparent (DNS responder + :443 listener)',
+              fmt(egress.transparentMs, 2),
+              String(egress.rounds),
+            ],
+            ['proxy (CONNECT)', fmt(egress.connectMs, 2), String(egress.rounds)],
+            ['added by transparent', plus(egress.transparentMs, egress.connectMs, 'ms'), ''],
+          ],
+        ),
+        '',
+      );
   }
 
   if (vmSandbox) {

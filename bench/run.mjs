@@ -20,12 +20,13 @@ import { bridgeTarget, directTarget, startSession, tempTrace } from './lib/targe
 import { checkTargets, renderTables, renderTargets } from './report.mjs';
 import { BIG_BYTES, measureBigMessages } from './suites/big-message.mjs';
 import { measureColdStarts } from './suites/cold-start.mjs';
+import { measureEgress } from './suites/egress.mjs';
 import { measureLatency } from './suites/latency.mjs';
 import { measurePausedClient, measureSteadyMemory } from './suites/memory.mjs';
 import { measureThroughput } from './suites/throughput.mjs';
 import { runVmSandboxBench } from './suites/vm-sandbox.mjs';
 
-const SUITES = ['latency', 'throughput', 'big', 'cold', 'memory', 'vm-sandbox'];
+const SUITES = ['latency', 'throughput', 'big', 'cold', 'egress', 'memory', 'vm-sandbox'];
 
 const { values: flags } = parseArgs({
   options: {
@@ -65,6 +66,7 @@ const settings = {
   latency: quick ? { calls: 2_000, warmup: 200 } : { calls: 10_000, warmup: 1_000 },
   throughput: quick ? { seconds: 1, warmupSeconds: 0.25 } : { seconds: 3, warmupSeconds: 0.5 },
   cold: quick ? { runs: 3, npxRuns: 2 } : { runs: 10, npxRuns: 5 },
+  egress: quick ? { rounds: 10 } : { rounds: 50 },
   memory: quick ? { checkpoints: [2_000, 10_000] } : { checkpoints: [10_000, 100_000] },
   paused: { pauseSeconds: quick ? 2 : 5 },
 };
@@ -265,6 +267,11 @@ if (wanted('cold')) {
     warmTimeoutMs: 90_000,
   });
   if (!targets.local) results.coldStart.local = { skipped: skipped.local };
+}
+
+if (wanted('egress')) {
+  log('egress: one HTTPS request, transparent vs CONNECT');
+  results.egress = targets.local ? await measureEgress(settings.egress) : { skipped: skipped.local };
 }
 
 if (wanted('memory')) {

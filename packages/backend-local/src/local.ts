@@ -567,10 +567,11 @@ class LocalSandbox implements Sandbox {
 
   /**
    * The outer layer's argv before the inner bwrap: the relay opens the sandbox's sockets, with
-   * the user's NODE_OPTIONS cleared, then the IPC channel is closed so nothing inside inherits it.
+   * the user's NODE_OPTIONS cleared (and no extra CA file to parse: it makes no TLS connection),
+   * then the IPC channel is closed so nothing inside inherits it.
    */
   #relayLauncher(network: SandboxNetwork, ipcFd: number): string[] {
-    const script = `NODE_OPTIONS= "$0" -e "$1" "$2" || exit 125; unset NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift 2; exec "$@"`;
+    const script = `NODE_OPTIONS= NODE_EXTRA_CA_CERTS= "$0" -e "$1" "$2" || exit 125; unset NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift 2; exec "$@"`;
     return ['/bin/sh', '-c', script, process.execPath, relaySource(), JSON.stringify(network.sockets)];
   }
 

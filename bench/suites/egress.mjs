@@ -1,0 +1,163 @@
+// Egress latency inside one `local` sandbox: one HTTPS request on a new connection through the
+// transparent path (the sandbox's DNS responder and :443 listener) against the same request
+// through the proxy (CONNECT), to a local HTTPS server. The backend's test hooks say the name has
+// a public address and connect that address to the local server, so the host's decision code
+// runs as in production and nothing leaves this machine. Rounds alternate between the paths.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import { createRequire } from 'node:module';
+import { connect, Socket } from 'node:net';
+import os from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ROOT } from '../lib/env.mjs';
+import { median, round } from '../lib/stats.mjs';
+
+const NAME = 'bench.egress.test';
+const PUBLIC = '93.184.216.34';
+
+const CLIENT = String.raw`
+const https = require('node:https');
+const http = require('node:http');
+const tls = require('node:tls');
+const { performance } = require('node:perf_hooks');
+const [name, rounds] = [process.argv[1], Number(process.argv[2])];
+const proxy = new URL(process.env.HTTPS_PROXY);
+const finish = (res, done) => { res.resume(); res.on('end', done); };
+const transparent = () => new Promise((done, fail) => {
+  https.get({ host: name, path: '/', agent: false }, (res) => finish(res, done)).on('error', fail);
+});
+const viaConnect = () => new Promise((done, fail) => {
+  const req = http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: name + ':443' });
+  req.on('connect', (res, socket) => {
+    if (res.statusCode !== 200) return fail(new Error('CONNECT ' + res.statusCode));
+    https.get({ host: name, path: '/', agent: false, createConnection: () => tls.connect({ socket, servername: name }) }, (r) => finish(r, done)).on('error', fail);
+  });
+  req.on('error', fail);
+  req.end();
+});
+(async () => {
+  const samples = { transparent: [], connect: [] };
+  for (let i = 0; i < rounds + 3; i++) {
+    for (const [key, once] of [['transparent', transparent], ['connect', viaConnect]]) {
+      const t = performance.now();
+      await once();
+      if (i >= 3) samples[key].push(performance.now() - t);
+    }
+  }
+  console.log(JSON.stringify(samples));
+})().catch((e) => { console.error(e.message); process.exit(1); });
+`;
+
+export async function measureEgress({ rounds }) {
+  const dir = mkdtempSync(join(os.tmpdir(), 'mcpsandbox-bench-egress-'));
+  chmodSync(dir, 0o755);
+  const file = (n) => join(dir, n);
+  const ssl = (...args) => execFileSync('openssl', args, { stdio: 'pipe' });
+  let server;
+  try {
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=bench CA',
+      '-keyout',
+      file('ca.key'),
+      '-out',
+      file('ca.pem'),
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign',
+    );
+    ssl(
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      `/CN=${NAME}`,
+      '-keyout',
+      file('key.pem'),
+      '-out',
+      file('csr.pem'),
+    );
+    writeFileSync(file('ext.cnf'), `subjectAltName=DNS:${NAME}\n`);
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      file('csr.pem'),
+      '-CA',
+      file('ca.pem'),
+      '-CAkey',
+      file('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-extfile',
+      file('ext.cnf'),
+      '-out',
+      file('cert.pem'),
+    );
+    chmodSync(file('ca.pem'), 0o644);
+    server = createServer(
+      { key: readFileSync(file('key.pem')), cert: readFileSync(file('cert.pem')) },
+      (_req, res) => res.end('ok'),
+    );
+    await new Promise((done) => server.listen(0, '127.0.0.1', done));
+    const port = server.address().port;
+    const require = createRequire(join(ROOT, 'apps', 'cli', 'package.json'));
+    const { createLocalBackend } = await import(
+      pathToFileURL(require.resolve('@mcpsandbox/backend-local')).href
+    );
+    const backend = createLocalBackend({
+      hostEnv: { ...process.env, NODE_EXTRA_CA_CERTS: file('ca.pem') },
+      resolve: async () => [PUBLIC],
+      dial: (address, p) => {
+        if (address === PUBLIC && p === 443) return connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+        const refused = new Socket();
+        process.nextTick(() => refused.destroy(new Error('not the bench upstream')));
+        return refused;
+      },
+    });
+    const box = await backend.create({
+      sessionId: 'bench-egress',
+      env: {},
+      ttlMs: 120_000,
+      network: { allow: [NAME] },
+    });
+    try {
+      const proc = await box.exec(['node', '-e', CLIENT, NAME, String(rounds)]);
+      let out = '';
+      let err = '';
+      const read = async (stream, add) => {
+        for await (const chunk of stream) add(Buffer.from(chunk).toString());
+      };
+      await proc.closeStdin();
+      await Promise.all([
+        read(proc.stdout, (t) => (out += t)),
+        read(proc.stderr, (t) => (err += t)),
+        proc.exit,
+      ]);
+      const samples = JSON.parse(out.trim().split('\n').pop() || 'null');
+      if (!samples) return { skipped: err.trim() || 'no samples' };
+      const t = round(median(samples.transparent), 2);
+      const c = round(median(samples.connect), 2);
+      return { rounds, transparentMs: t, connectMs: c, addedMs: round(t - c, 2) };
+    } finally {
+      await box.close();
+    }
+  } catch (error) {
+    return { skipped: error.message };
+  } finally {
+    server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
