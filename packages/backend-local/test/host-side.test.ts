@@ -295,4 +295,55 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
     expect(refused(`${parent}:rw`, `stateDir=${parent}`)).toContain("the sandboxes' state directory");
     expect(existsSync(cache)).toBe(true);
   });
+
+  it('a script an earlier session rewrote in a rw mount cannot choose which hidden host directory is bound', {
+    timeout: 60_000,
+  }, async () => {
+    // The user's home (hidden from every sandbox) holds a tool and, next to it, a secret.
+    const home = mkdtempSync(join(import.meta.dirname, '.tmp-home-'));
+    const project = freshDir('project');
+    try {
+      chmodSync(home, 0o755);
+      // Writable by the sandbox's user also when the tests run as root (then it runs as nobody).
+      chmodSync(project, 0o777);
+      const tools = join(home, 'tools', 'bin');
+      mkdirSync(tools, { recursive: true, mode: 0o755 });
+      const secret = `secret-${randomUUID()}`;
+      writeFileSync(join(tools, 'secret.txt'), secret, { mode: 0o644 });
+      writeFileSync(join(tools, 'runner'), '#!/bin/sh\nexec /bin/sh "$@"\n', { mode: 0o755 });
+      const env = { HOME: home };
+      // Session 1: the server, granted the project read-write, rewrites a script in it so that
+      // its #! line names the tool in the hidden home.
+      const first = await runBin(
+        ['--mount', `${project}:rw`, '--mount', `${FIXTURES}:ro`, '--', 'node', SERVER],
+        env,
+      );
+      try {
+        const script = `#!${join(tools, 'runner')}\ncat ${join(tools, 'secret.txt')} >&2\nexec node ${SERVER}\n`;
+        expect(await first.call('write', { path: join(project, 'start.sh'), text: script })).toEqual({
+          ok: true,
+        });
+      } finally {
+        await stop(first);
+      }
+      chmodSync(join(project, 'start.sh'), 0o755);
+      // Session 2: the user starts that script. The host must not bind tools/ for it.
+      const args = ['run', '--mount', `${project}:rw`, '--mount', `${FIXTURES}:ro`];
+      const start = (backend: string) =>
+        spawnSync(process.execPath, [BIN, ...args, '--backend', backend, '--', join(project, 'start.sh')], {
+          input: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n',
+          encoding: 'utf8',
+          timeout: 30_000,
+          env: { PATH: process.env.PATH ?? '', ...env },
+        });
+      // Fails before the fix: the host read the #! line and bound the hidden tools/ directory.
+      const local = start('local');
+      expect(local.stderr).not.toContain(secret);
+      // Control: the script does what the attacker wrote when nothing stands in the way.
+      const none = start('none');
+      expect(none.stderr).toContain(secret);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 });
