@@ -1,5 +1,4 @@
 import type { Socket as UdpSocket } from 'node:dgram';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import type { Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import type { Logger, SandboxEvent } from '@mcpsandbox/core';
@@ -12,6 +11,7 @@ import {
   transparentPorts,
 } from './egress.js';
 import type { NetGrant } from './grants.js';
+import { closeDir, openOwnedDir, writeFileAt } from './host-fs.js';
 import { EgressProxy, type Resolver } from './proxy.js';
 import { type Dialer, TransparentEgress } from './transparent.js';
 
@@ -148,28 +148,30 @@ export function relaySource(): string {
   ].join('');
 }
 
-/** The resolver files a sandbox with egress sees: its DNS responder, and no host entries. */
-export function writeResolverFiles(dir: string): { resolv: string; hosts: string; nsswitch: string } {
-  mkdirSync(dir, { recursive: true, mode: 0o755 });
-  const files = {
-    resolv: join(dir, 'resolv.conf'),
-    hosts: join(dir, 'hosts'),
-    nsswitch: join(dir, 'nsswitch.conf'),
+/**
+ * Writes the resolver files a sandbox with egress sees (its DNS responder, no host entries)
+ * into `root`, the sandbox's host directory, which nothing inside can write.
+ */
+export function writeResolverFiles(root: string): { resolv: string; hosts: string; nsswitch: string } {
+  const dir = openOwnedDir(root);
+  try {
+    writeFileAt(dir, 'resolv.conf', `nameserver ${SANDBOX_DNS_ADDRESS}\noptions timeout:2 attempts:2\n`);
+    writeFileAt(
+      dir,
+      'hosts',
+      '127.0.0.1\tlocalhost mcp-sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n',
+    );
+    writeFileAt(
+      dir,
+      'nsswitch.conf',
+      'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n',
+    );
+  } finally {
+    closeDir(dir);
+  }
+  return {
+    resolv: join(root, 'resolv.conf'),
+    hosts: join(root, 'hosts'),
+    nsswitch: join(root, 'nsswitch.conf'),
   };
-  writeFileSync(files.resolv, `nameserver ${SANDBOX_DNS_ADDRESS}\noptions timeout:2 attempts:2\n`, {
-    mode: 0o644,
-  });
-  writeFileSync(
-    files.hosts,
-    '127.0.0.1\tlocalhost mcp-sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n',
-    {
-      mode: 0o644,
-    },
-  );
-  writeFileSync(
-    files.nsswitch,
-    'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n',
-    { mode: 0o644 },
-  );
-  return files;
 }
