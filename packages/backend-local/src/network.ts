@@ -21,6 +21,8 @@ export interface RelaySocket {
   readonly kind: 'tcp' | 'udp';
   readonly host: string;
   readonly port: number;
+  /** Without it the sandbox does not start (the proxy); the others may fail with a warning. */
+  readonly required?: boolean;
 }
 
 export interface SandboxNetworkOptions {
@@ -47,9 +49,12 @@ export class SandboxNetwork {
   readonly #dns: DnsResponder;
   readonly #transparent: TransparentEgress;
   #attached = 0;
+  readonly #failed: string[] = [];
+  readonly #logger: Logger;
 
   constructor(options: SandboxNetworkOptions) {
     const { grants, names, reporter } = options;
+    this.#logger = options.logger;
     const emit = (event: SandboxEvent) => {
       options.onEvent?.(event);
       reporter.observe(event);
@@ -77,7 +82,7 @@ export class SandboxNetwork {
       }
     }
     this.sockets = [
-      { id: 'proxy', kind: 'tcp', host: '127.0.0.1', port: options.proxyPort },
+      { id: 'proxy', kind: 'tcp', host: '127.0.0.1', port: options.proxyPort, required: true },
       { id: 'dns-udp', kind: 'udp', host: SANDBOX_DNS_ADDRESS, port: DNS_PORT },
       { id: 'dns-tcp', kind: 'tcp', host: SANDBOX_DNS_ADDRESS, port: DNS_PORT },
       ...ports.map((port) => ({ id: `tcp-${port}`, kind: 'tcp' as const, host: '0.0.0.0', port })),
@@ -86,9 +91,24 @@ export class SandboxNetwork {
 
   /** Takes one handle the relay sent; true once every socket has arrived. */
   attach(message: unknown, handle: unknown): boolean {
-    const id = typeof message === 'object' && message !== null ? (message as { id?: unknown }).id : undefined;
+    const { id, error } = (typeof message === 'object' && message !== null ? message : {}) as {
+      id?: unknown;
+      error?: unknown;
+    };
     const socket = this.sockets.find((s) => s.id === id);
-    if (!socket || !handle || typeof (handle as { on?: unknown }).on !== 'function') return false;
+    if (!socket) return false;
+    if (typeof error === 'string' && !socket.required) {
+      this.#failed.push(`${socket.kind} ${socket.host}:${socket.port} (${error.slice(0, 40)})`);
+      this.#attached += 1;
+      if (this.#failed.length === 1) {
+        this.#logger.warn(
+          `transparent egress is not available in this sandbox: cannot open ${this.#failed[0]}; ` +
+            'programs that honour HTTPS_PROXY still reach the granted hosts',
+        );
+      }
+      return this.#attached >= this.sockets.length;
+    }
+    if (!handle || typeof (handle as { on?: unknown }).on !== 'function') return false;
     if (socket.id === 'proxy') this.#proxy.attach(handle as NetServer);
     else if (socket.id === 'dns-udp') this.#dns.attachUdp(handle as UdpSocket);
     else if (socket.id === 'dns-tcp') this.#dns.attachTcp(handle as NetServer);
@@ -140,7 +160,9 @@ export function relaySource(): string {
     'if(i===plan.length)return process.exit(0);',
     'const s=plan[i];',
     "const sock=s.kind==='udp'?dgram.createSocket('udp4'):net.createServer();",
-    "sock.on('error',fail);",
+    // The proxy is required; a socket of the transparent path that cannot be opened (a policy
+    // that denies the outer layer its capability) is reported, and the relay goes on.
+    "sock.on('error',(e)=>s.required?fail(e):process.send({id:s.id,error:String(e.code||e.message)},()=>open(i+1)));",
     'const sent=()=>process.send({id:s.id},sock,()=>open(i+1));',
     "if(s.kind==='udp')sock.bind(s.port,s.host,sent);else sock.listen({host:s.host,port:s.port},sent);",
     '};',
