@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ const TRUST = Object.fromEntries(
     .map((name) => [name, process.env[name] as string]),
 );
 const dir = mkdtempSync(join(tmpdir(), 'mcpsandbox-egress-e2e-'));
+chmodSync(dir, 0o755);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function fetchPing(flags: string[], trace: string) {
@@ -70,5 +71,25 @@ describe('transparent egress through the built binary, against the real npm regi
       join(dir, 'suggested.jsonl'),
     );
     expect(again).toMatchObject({ isError: false, text: expect.stringMatching(/^200 /) });
+  });
+});
+
+describe("the host's TLS trust through the built binary", () => {
+  const bundle = join(dir, 'company-ca.pem');
+  writeFileSync(bundle, 'a CA bundle\n');
+  chmodSync(bundle, 0o644);
+  const SHOW = `const fs=require('fs');let b;try{b=fs.readFileSync(process.env.NODE_EXTRA_CA_CERTS||'${bundle}','utf8').trim()}catch(e){b=e.code}console.error('inside: '+(process.env.NODE_EXTRA_CA_CERTS??'unset')+' '+b)`;
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', NODE_EXTRA_CA_CERTS: bundle };
+
+  it('crosses by default, named on the start-up line; --no-host-tls-trust keeps it out', async () => {
+    const on = spawnBin(['run', '--', 'node', '-e', SHOW], env);
+    const shown = await on.result;
+    expect(shown.stderr).toContain('host TLS trust: NODE_EXTRA_CA_CERTS');
+    expect(shown.stderr).toContain(`inside: ${bundle} a CA bundle`);
+
+    const off = spawnBin(['run', '--no-host-tls-trust', '--', 'node', '-e', SHOW], env);
+    const hidden = await off.result;
+    expect(hidden.stderr).not.toContain('host TLS trust');
+    expect(hidden.stderr).toContain('inside: unset ENOENT');
   });
 });

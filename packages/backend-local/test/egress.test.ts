@@ -365,3 +365,34 @@ describe('the address checks hold on both paths', () => {
     ]);
   });
 });
+
+describe("--allow-net '*' keeps its meaning", () => {
+  let session: Session;
+  beforeAll(async () => {
+    session = await open(['*']);
+  });
+  afterAll(() => session?.box.close());
+
+  it('reaches any public name transparently, with the same address checks', async () => {
+    const result = await run(session.box, [
+      'node',
+      '-e',
+      FETCH,
+      `https://${GRANTED}/star`,
+      'http://metadata.granted.test/latest/meta-data/',
+    ]);
+    const [granted, metadata] = replies(result.stdout);
+    expect(granted).toEqual({ url: `https://${GRANTED}/star`, status: 200, body: 'tls /star' });
+    expect(metadata?.error).toBeDefined();
+    expect(session.events).toContainEqual(
+      expect.objectContaining({
+        type: 'proxy',
+        decision: 'deny',
+        method: 'transparent',
+        host: 'metadata.granted.test',
+        reason: expect.stringContaining('link-local'),
+      }),
+    );
+    expect(session.warnings).toEqual([]);
+  });
+});
