@@ -6,6 +6,7 @@ export {
 } from './backends.js';
 export { DOCTOR_UNUSABLE_EXIT } from './commands/doctor.js';
 export { addRunOptions, announce, planRun, type RunFlags, type RunPlan } from './commands/run.js';
+export { STATE_NOT_FOUND_EXIT, type StateEntry, type StateStore } from './commands/state.js';
 export {
   CONFIG_ERROR_EXIT,
   type ListedConfig,

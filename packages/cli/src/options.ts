@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { StopSignal } from '@mcpsandbox/core';
 import type { BackendRegistry } from './backends.js';
+import type { StateStore } from './commands/state.js';
 import type { DoctorSetup } from './doctor/types.js';
 
 export interface SignalSource {
@@ -27,4 +28,6 @@ export interface CliOptions {
   readonly io: CliIo;
   /** What `mcp-sandbox doctor` checks and how it probes each backend; defaults read the real machine. */
   readonly doctor?: DoctorSetup;
+  /** Named state (`run --state`, `mcp-sandbox state`); without it the state command says so. */
+  readonly state?: StateStore;
 }

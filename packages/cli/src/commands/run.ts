@@ -48,6 +48,8 @@ export interface RunFlags {
   pinTools?: string;
   pinToolsStrict?: boolean;
   requireIsolation?: string;
+  state?: string;
+  autoMount?: boolean;
   quiet?: boolean;
 }
 
@@ -99,6 +101,14 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
       [],
     )
     .option('--template <name>', 'sandbox template (e2b)')
+    .option(
+      '--state <name>',
+      "keep the server's writes (its home, files next to its code) across sessions under <name>",
+    )
+    .option(
+      '--no-auto-mount',
+      "do not show the server's own files (a script under a hidden directory) read-only",
+    )
     .option('--backend-option <key=value>', 'a backend-specific setting (repeatable)', collect, [])
     .option('--allow-tool <glob>', 'show and allow only tools matching <glob> (repeatable)', collect, [])
     .option('--deny-tool <glob>', 'hide and refuse tools matching <glob> (repeatable)', collect, [])
@@ -124,6 +134,8 @@ export async function planRun(flags: RunFlags, options: CliOptions, logger: Logg
   const allowNet = flags.allowNet.map(parseAllowNet);
   const settings: Record<string, string> = Object.fromEntries(flags.backendOption.map(parseSetting));
   if (flags.template) settings.template = flags.template;
+  if (flags.state !== undefined) settings.state = flags.state;
+  if (flags.autoMount === false) settings.autoMount = 'false';
   const maxLineBytes = flags.maxMessageSize
     ? parseSize(flags.maxMessageSize, '--max-message-size')
     : undefined;
@@ -176,6 +188,7 @@ function warnIgnoredFlags(flags: RunFlags, registry: BackendRegistry, logger: Lo
   const entry = Object.hasOwn(registry, flags.backend) ? registry[flags.backend] : undefined;
   const given: Record<BackendScopedFlag, boolean> = {
     '--template': flags.template !== undefined,
+    '--state': flags.state !== undefined,
     '--mount': flags.mount.length > 0,
     '--allow-net': flags.allowNet.length > 0,
   };
