@@ -6,6 +6,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Command } from 'commander';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
+import { SafetyNet } from '../safety-net.js';
 import { addRunOptions, announce, planRun, type RunFlags } from './run.js';
 
 interface InspectFlags extends RunFlags {
@@ -52,8 +53,9 @@ export function registerInspectCommand(
 async function inspectAction(command: string[], flags: InspectFlags, options: CliOptions): Promise<number> {
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  const net = new SafetyNet(io.faults, logger);
   try {
-    const plan = await planRun(flags, options, logger);
+    const plan = await net.guard(planRun(flags, options, logger));
     announce(plan, logger);
     // The same bridge as `run`, with the SDK client on the other end of two in-memory pipes.
     const toServer = new PassThrough();
@@ -71,6 +73,7 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
       timing: { ...plan.timing, exitGraceMs: 200 },
       ...(plan.policy ? { policy: plan.policy } : {}),
     });
+    net.attach(session);
     const transport = new PipeTransport(toServer, toClient);
     // The SDK client is loaded only here: `run`, the hot path, never pays for it.
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -78,7 +81,7 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
       { name: 'mcp-sandbox-inspect', version: options.version },
       { capabilities: {} },
     );
-    const ended = session.done.then((result) => {
+    const ended = net.result(session).then((result) => {
       transport.onclose?.();
       return result;
     });
@@ -92,7 +95,7 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
     }
     await transport.close();
     const result = await ended;
-    if (!report) {
+    if (!report || result.reason === 'bridge-crash') {
       logger.error(`could not inspect the server: ${(failure as Error)?.message ?? 'it ended'}`);
       return result.exitCode === ExitCode.ok ? ExitCode.sandboxFailure : result.exitCode;
     }
@@ -100,6 +103,8 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
     return ExitCode.ok;
   } catch (error) {
     return reportError(error, logger);
+  } finally {
+    net.dispose();
   }
 }
 
