@@ -176,6 +176,12 @@ describe("decide under '*'", () => {
     }
   });
 
+  it("lets a grant naming the IP win over '*' listed before it", async () => {
+    const grants = ['*', '93.184.216.34:8080'].map(parseGrant);
+    expect((await decide(grants, '93.184.216.34', 8080, undefined, own)).allow).toBe(true);
+    expect((await decide(grants, '93.184.216.34', 8081, undefined, own)).allow).toBe(false);
+  });
+
   it('refuses a name with any refused address among its answers', async () => {
     const both = async () => ['8.8.8.8', '198.18.0.1'];
     expect((await decide(any, 'mixed.example', 80, both, own)).allow).toBe(false);

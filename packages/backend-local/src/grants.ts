@@ -113,7 +113,15 @@ export async function decide(
   ownAddresses: () => ReadonlySet<string> = hostAddresses,
 ): Promise<Decision> {
   const target = normalizeHost(host);
-  const grant = matchGrant(grants, target, port);
+  // A grant naming the IP wins over `*` listed before it: it is the user's word for that address.
+  const named = isIP(target)
+    ? matchGrant(
+        grants.filter((g) => g.kind === 'ip'),
+        target,
+        port,
+      )
+    : undefined;
+  const grant = named ?? matchGrant(grants, target, port);
   if (!grant) return { allow: false, reason: 'not granted' };
   if (isIP(target)) {
     if (grant.kind === 'ip') return { allow: true, address: canonicalIp(target), grant };
