@@ -215,10 +215,14 @@ function refuse(socket: Duplex, status: number, message: string): void {
   if (socket.destroyed) return;
   const reason = status === 403 ? 'Forbidden' : status === 502 ? 'Bad Gateway' : 'Bad Request';
   const body = `${message}\n`;
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Connection: close\r\n\r\n${body}`,
-  );
+  try {
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  } catch {
+    socket.destroy();
+  }
 }
 
 /** Answers with a plain-text error, or cuts the connection when a reply has already begun. */
@@ -229,10 +233,15 @@ function failReply(res: ServerResponse, status: number, message: string): void {
     return;
   }
   const body = `${message}\n`;
-  res.writeHead(status, {
-    'content-type': 'text/plain; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    connection: 'close',
-  });
-  res.end(body);
+  // Called from error handlers too: it must not throw whatever state the response is in.
+  try {
+    res.writeHead(status, {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    res.end(body);
+  } catch {
+    res.destroy();
+  }
 }
