@@ -55,9 +55,11 @@ export class SafetyNet {
   /** The session's result; after a fault, an exit code of 125 at the latest `deadlineMs` later. */
   async result(session: BridgeSession, deadlineMs = CRASH_DEADLINE_MS): Promise<BridgeResult> {
     let timer: NodeJS.Timeout | undefined;
+    let settled = false;
     const deadline = this.#faultedPromise.then(
       () =>
         new Promise<BridgeResult>((resolve) => {
+          if (settled) return;
           timer = setTimeout(() => {
             this.#logger.error('the sandbox did not close in time after an internal error; exiting');
             resolve({ exitCode: ExitCode.sandboxFailure, reason: 'bridge-crash' });
@@ -68,6 +70,7 @@ export class SafetyNet {
       const result = await Promise.race([session.done, deadline]);
       return this.#fault ? { ...result, exitCode: ExitCode.sandboxFailure } : result;
     } finally {
+      settled = true;
       clearTimeout(timer);
     }
   }
