@@ -77,14 +77,14 @@ const CASES: ReadonlyArray<readonly [string, string | undefined]> = [
   ['::ffff:198.18.0.1', 'benchmarking'],
   ['::ffff:8.8.8.8', undefined],
   // NAT64 well-known prefix: judged by the embedded IPv4 address.
-  ['64:ff9b::127.0.0.1', 'NAT64 form of a loopback'],
-  ['64:ff9b::a9fe:a9fe', 'NAT64 form of a link-local'],
-  ['64:ff9b::10.0.0.1', 'NAT64 form of a private'],
+  ['64:ff9b::127.0.0.1', 'NAT64 form of 127.0.0.1 (loopback)'],
+  ['64:ff9b::a9fe:a9fe', 'NAT64 form of 169.254.169.254 (link-local'],
+  ['64:ff9b::10.0.0.1', 'NAT64 form of 10.0.0.1 (private)'],
   ['64:ff9b::808:808', undefined],
   // 6to4: judged by the IPv4 address in bits 16–47.
-  ['2002:7f00:1::', '6to4 form of a loopback'],
-  ['2002:a9fe:a9fe::1', '6to4 form of a link-local'],
-  ['2002:c612:1::1', '6to4 form of a benchmarking'],
+  ['2002:7f00:1::', '6to4 form of 127.0.0.1 (loopback)'],
+  ['2002:a9fe:a9fe::1', '6to4 form of 169.254.169.254 (link-local'],
+  ['2002:c612:1::1', '6to4 form of 198.18.0.1 (benchmarking)'],
   ['2002:c000:202::1', undefined],
   ['2002:808:808::1', undefined],
   // Special blocks inside 2000::/3 (documentation is left reachable: see addresses.ts).

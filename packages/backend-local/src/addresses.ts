@@ -92,7 +92,7 @@ function rangeRefusal(canonical: string, ownAddresses: ReadonlySet<string>): str
     const embedded = formatIpv4((value >> shift) & 0xffffffffn);
     if (ownAddresses.has(embedded)) return `${what} form of this host's own address`;
     const why = ipv4Refusal(ipv4Value(embedded));
-    return why ? `${what} form of a ${why} address` : undefined;
+    return why ? `${what} form of ${embedded} (${why})` : undefined;
   }
   if (!inRange(value, IPV6_GLOBAL_UNICAST[0], IPV6_GLOBAL_UNICAST[1], 128)) {
     const named = IPV6_OUTSIDE_GLOBAL.find(([base, prefix]) => inRange(value, base, prefix, 128));
