@@ -60,7 +60,7 @@ const IPV6_OUTSIDE_GLOBAL: readonly Range[] = [
   v6('ff00::', 8, 'multicast'),
 ];
 
-/** Prefixes whose addresses carry an IPv4 address: [prefix, length, word index of the IPv4 address]. */
+/** Prefixes whose addresses carry an IPv4 address: [prefix, length, bits right of it, name]. */
 const EMBEDS_IPV4: ReadonlyArray<readonly [base: bigint, prefix: number, shift: bigint, what: string]> = [
   [ipv6Value('::ffff:0:0'), 96, 0n, 'IPv4-mapped'],
   [ipv6Value('64:ff9b::'), 96, 0n, 'NAT64'],
