@@ -49,6 +49,7 @@ export function main(args: readonly string[]): Promise<number> {
       env: process.env,
       cwd: process.cwd(),
       signals: process,
+      faults: process,
     },
     state: localState(),
     doctor: {

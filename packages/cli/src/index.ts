@@ -48,7 +48,8 @@ export type {
   DoctorSetup,
   ExecResult,
 } from './doctor/types.js';
-export type { CliIo, CliOptions, SignalSource } from './options.js';
+export type { CliIo, CliOptions, FaultEvent, FaultSource, SignalSource } from './options.js';
 export { parseAllowNet, parseMount, parseSize } from './parse.js';
 export { createProgram, runCli } from './program.js';
 export { reportError } from './report.js';
+export { CRASH_DEADLINE_MS, HostFaultError, SafetyNet } from './safety-net.js';

@@ -9,6 +9,14 @@ export interface SignalSource {
   off(signal: StopSignal, listener: () => void): unknown;
 }
 
+export type FaultEvent = 'uncaughtException' | 'unhandledRejection';
+
+/** Where process-wide faults are reported (`process` in the binary). */
+export interface FaultSource {
+  on(event: FaultEvent, listener: (error: unknown) => void): unknown;
+  off(event: FaultEvent, listener: (error: unknown) => void): unknown;
+}
+
 /** Everything the program touches of the outside world, injected so that tests can drive it. */
 export interface CliIo {
   readonly stdin: Readable;
@@ -18,6 +26,8 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
   readonly signals?: SignalSource;
+  /** Uncaught exceptions and unhandled rejections: a session ends on one, with exit code 125. */
+  readonly faults?: FaultSource;
 }
 
 export interface CliOptions {

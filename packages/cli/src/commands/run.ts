@@ -28,6 +28,7 @@ import { type BackendRegistry, type BackendScopedFlag, resolveBackend } from '..
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';
 import { reportError } from '../report.js';
+import { SafetyNet } from '../safety-net.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
 export interface RunFlags {
@@ -278,9 +279,10 @@ Exit codes: the server's own; 128+N if it died from signal N; 2 usage error;
 async function runAction(command: string[], flags: RunFlags, options: CliOptions): Promise<number> {
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  const net = new SafetyNet(io.faults, logger);
   let trace: TraceSink | undefined;
   try {
-    const plan = await planRun(flags, options, logger);
+    const plan = await net.guard(planRun(flags, options, logger));
     if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.allow.secrets });
     announce(plan, logger);
     const session = startBridge({
@@ -298,12 +300,13 @@ async function runAction(command: string[], flags: RunFlags, options: CliOptions
       timing: plan.timing,
       ...(plan.policy ? { policy: plan.policy } : {}),
     });
+    net.attach(session);
     const handlers = STOP_SIGNALS.map((signal) => {
       const listener = () => session.stop(signal);
       io.signals?.on(signal, listener);
       return () => io.signals?.off(signal, listener);
     });
-    const result = await session.done;
+    const result = await net.result(session);
     for (const off of handlers) off();
     logger.debug(`session ended: ${result.reason}, exit code ${result.exitCode}`);
     return result.exitCode;
@@ -311,5 +314,6 @@ async function runAction(command: string[], flags: RunFlags, options: CliOptions
     return reportError(error, logger);
   } finally {
     trace?.close();
+    net.dispose();
   }
 }
