@@ -8,6 +8,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { connect, createServer, type Server, Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import type { Sandbox, SandboxEvent } from '@mcpsandbox/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBackend } from '../src/index.js';
@@ -106,7 +107,16 @@ const addresses: Record<string, readonly string[]> = {
   'loopback.granted.test': ['127.0.0.1'],
   'private.granted.test': ['10.0.0.5'],
   'metadata.granted.test': ['169.254.169.254'],
+  // An address of one of this host's own interfaces (not loopback), e.g. its LAN address.
+  'self.granted.test': [ownAddress()],
 };
+
+function ownAddress(): string {
+  for (const entries of Object.values(networkInterfaces())) {
+    for (const entry of entries ?? []) if (!entry.internal && entry.family === 'IPv4') return entry.address;
+  }
+  throw new Error('this machine has no non-loopback IPv4 address to test with');
+}
 const resolve = async (name: string) => {
   const found = addresses[name];
   if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
@@ -306,18 +316,24 @@ req.end();
 `;
 
 describe('the address checks hold on both paths', () => {
-  const names = ['loopback.granted.test', 'private.granted.test', 'metadata.granted.test'];
+  const names = [
+    'loopback.granted.test',
+    'private.granted.test',
+    'metadata.granted.test',
+    'self.granted.test',
+  ];
   let session: Session;
   beforeAll(async () => {
     session = await open(names);
   });
   afterAll(() => session?.box.close());
 
-  it('refuses a granted name that resolves to loopback, a private range or the metadata service', async () => {
+  it("refuses a granted name that resolves to loopback, a private range, the metadata service or this host's own address", async () => {
     for (const [name, why] of [
       ['loopback.granted.test', 'loopback'],
       ['private.granted.test', 'private'],
       ['metadata.granted.test', 'link-local'],
+      ['self.granted.test', "this host's own address"],
     ] as const) {
       const transparent = await run(session.box, ['node', '-e', FETCH, `http://${name}/`]);
       expect(

@@ -13,6 +13,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Command } from 'commander';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
+import { SafetyNet } from '../safety-net.js';
 import { addRunOptions, announce, planRun, type RunFlags } from './run.js';
 
 interface InspectFlags extends RunFlags {
@@ -64,9 +65,10 @@ export function registerInspectCommand(
 async function inspectAction(command: string[], flags: InspectFlags, options: CliOptions): Promise<number> {
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  const net = new SafetyNet(io.faults, logger);
   try {
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
-    const plan = await planRun(flags, options, logger);
+    const plan = await net.guard(planRun(flags, options, logger));
     announce(plan, logger);
     // The same bridge as `run`, with the SDK client on the other end of two in-memory pipes.
     const toServer = new PassThrough();
@@ -85,6 +87,7 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
       timing: { ...plan.timing, exitGraceMs: 200, drainMs: 1000 },
       ...(plan.policy ? { policy: plan.policy } : {}),
     });
+    net.attach(session);
     const transport = new PipeTransport(toServer, toClient);
     // The SDK client is loaded only here: `run`, the hot path, never pays for it.
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -93,7 +96,7 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
       { capabilities: {} },
     );
     let serverGone = false;
-    const ended = session.done.then((result) => {
+    const ended = net.result(session).then((result) => {
       serverGone = true;
       transport.onclose?.();
       return result;
@@ -131,6 +134,10 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
     }
     await transport.close();
     const result = await ended;
+    if (result.reason === 'bridge-crash') {
+      logger.error(`could not inspect the server: ${failure?.message ?? 'mcp-sandbox failed'}`);
+      return result.exitCode;
+    }
     if (!report) {
       // A server that could not start keeps the bridge's code (127 not found, 125 sandbox failure,
       // 124 TTL); a program that ran but did not speak MCP is the user's to fix, with exit 1.
@@ -151,6 +158,8 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
     return ExitCode.ok;
   } catch (error) {
     return reportError(error, logger);
+  } finally {
+    net.dispose();
   }
 }
 

@@ -101,6 +101,7 @@ const VALUE_OPTIONS = new Set([
   '--allow-net',
   '--mount',
   '--template',
+  '--state',
   '--backend-option',
   '--trace',
   '--max-message-size',
