@@ -244,13 +244,7 @@ export function checkMountsSpareHostState(
   mounts: readonly MountSpec[],
   places: { readonly stateDir: string; readonly cacheRoot: string },
 ): void {
-  const real = (path: string) => {
-    try {
-      return realpathSync(path);
-    } catch {
-      return path;
-    }
-  };
+  const real = realOrSelf;
   const stateDir = real(places.stateDir);
   const cacheRoot = real(places.cacheRoot);
   for (const mount of mounts) {
@@ -404,7 +398,9 @@ class LocalSandbox implements Sandbox {
     // A command inside a writable mount was chosen by the sandbox (an earlier session could have
     // rewritten it): its symlinks and `#!` line must not decide which hidden host paths get bound.
     const inWritableMount = (install ? [] : (spec.mounts ?? [])).some(
-      (mount) => mount.mode === 'rw' && isInside(found, mount.hostPath),
+      (mount) =>
+        mount.mode === 'rw' &&
+        (isInside(found, mount.hostPath) || isInside(realOrSelf(found), realOrSelf(mount.hostPath))),
     );
     if (!insideOnly && !inWritableMount) {
       const planned = commandBinds(found, this.#roots);
@@ -684,6 +680,14 @@ function tryKill(pid: number, signal: KillSignal): void {
     process.kill(pid, signal);
   } catch {
     // already gone
+  }
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
 

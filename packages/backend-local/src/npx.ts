@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { fchmodSync, fchownSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   type NetworkSpec,
@@ -83,6 +83,9 @@ export function cacheKey(registry: string, spec: string): string {
  */
 const MARKER = 'install.json';
 const PREFIX = 'pkg';
+/** In a staging directory only: the pid of the process installing there, for the sweep. */
+const OWNER = 'owner-pid';
+const STAGING = /^[0-9a-f]{24}\.tmp-/;
 const MAX_MANIFEST_BYTES = 4 * 2 ** 20;
 
 interface Installed {
@@ -142,6 +145,7 @@ export async function prepareNpx(
       // An entry without a valid marker is a broken one (a crash mid-way is impossible: the
       // entry appears by rename, marker included). Remove it, without following anything in it.
       removeAt(root, key);
+      sweepStaging(root);
       const registryUrl = new URL(registry);
       const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
       const grant = `${registryUrl.hostname}:${port}`;
@@ -182,6 +186,7 @@ async function install(
     }
     // Reachable (not listable) by the sandbox user, who must get to pkg/ to bind it.
     fchmodSync(staging.fd, deps.runAs ? 0o711 : 0o700);
+    writeFileAt(staging, OWNER, String(process.pid));
     mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
     prefix = openDirAt(staging, PREFIX);
     if (!prefix) throw new HostFsError('the install prefix vanished');
@@ -244,6 +249,7 @@ async function install(
     const installed = describeInstall(prefix, spec, registry);
     // The marker goes next to pkg/, in the staging directory the sandbox never saw.
     writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
+    unlinkSync(at(staging.fd, OWNER));
     fchmodSync(staging.fd, 0o755);
     try {
       renameAt(root, stagingName, key);
@@ -265,6 +271,41 @@ async function install(
   } finally {
     closeDir(prefix);
     closeDir(staging);
+  }
+}
+
+/**
+ * Removes staging directories of installs whose process died (killed mid-install): only ours,
+ * writable by no one else, with an owner file read no-follow; removed fd-relative.
+ */
+function sweepStaging(root: OpenDir): void {
+  const uid = process.getuid?.() ?? 0;
+  for (const name of readdirSync(`/proc/self/fd/${root.fd}`)) {
+    if (!STAGING.test(name)) continue;
+    let dir: OpenDir | undefined;
+    try {
+      dir = openDirAt(root, name);
+      if (!dir || dir.stat.uid !== uid || (dir.stat.mode & 0o022) !== 0) continue;
+      const pid = readFileAt(dir, [OWNER], 32)?.toString('latin1') ?? '';
+      if (!/^[1-9]\d{0,9}$/.test(pid) || processExists(Number(pid))) continue;
+      const id = { dev: dir.stat.dev, ino: dir.stat.ino };
+      closeDir(dir);
+      dir = undefined;
+      removeAt(root, name, id);
+    } catch {
+      // changed meanwhile, or not ours: leave it
+    } finally {
+      closeDir(dir);
+    }
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -346,4 +346,45 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       rmSync(home, { recursive: true, force: true });
     }
   });
+
+  it('an install killed mid-way leaves no staging directory behind after the next install', {
+    timeout: 120_000,
+  }, async () => {
+    const cache = freshDir('cache');
+    // What a bridge killed during an install leaves: a staging directory and its dead owner.
+    const dead = join(cache, `${'0'.repeat(24)}.tmp-dead`);
+    mkdirSync(join(dead, 'pkg', 'node_modules'), { recursive: true });
+    writeFileSync(join(dead, 'owner-pid'), '999999999');
+    // One whose owner still runs is left alone.
+    const live = join(cache, `${'1'.repeat(24)}.tmp-live`);
+    mkdirSync(live);
+    writeFileSync(join(live, 'owner-pid'), String(process.pid));
+    const registry = await startRegistry({
+      canary: join(work, 'no-canary'),
+      markerNames: [],
+      secretName: 'UNUSED',
+      mountedFile: '/nonexistent',
+    });
+    try {
+      const running = await runBin([
+        '--backend-option',
+        `npmRegistry=${registry.url}`,
+        '--backend-option',
+        `npmCacheDir=${cache}`,
+        '--',
+        'npx',
+        '-y',
+        `${HOSTILE_PACKAGE}@1.0.0`,
+      ]);
+      await stop(running);
+      expect(existsSync(dead)).toBe(false);
+      expect(existsSync(live)).toBe(true);
+      // The new entry holds the marker beside the install and no owner file.
+      const entries = readdirSync(cache).filter((name) => /^[0-9a-f]{24}$/.test(name));
+      expect(entries).toHaveLength(1);
+      expect(readdirSync(join(cache, entries[0]!)).sort()).toEqual(['install.json', 'pkg']);
+    } finally {
+      await registry.close();
+    }
+  });
 });
