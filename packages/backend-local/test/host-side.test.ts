@@ -112,6 +112,19 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       const planted = findNamed(cache, '.mcp-sandbox-install.json');
       expect(planted).toHaveLength(1);
       expect(readlinkSync(planted[0]!)).toBe(canary);
+      // The installed tree is the host's now: no other user (nobody, as which the install ran
+      // when the host is root) may change it, and no setuid bit survived.
+      const uid = process.getuid?.() ?? 0;
+      const loose: string[] = [];
+      const check = (path: string) => {
+        const stat = lstatSync(path);
+        if (stat.isSymbolicLink()) return;
+        if (stat.uid !== uid || (stat.mode & 0o6022) !== 0)
+          loose.push(`${path} ${stat.uid} ${stat.mode.toString(8)}`);
+        if (stat.isDirectory()) for (const entry of readdirSync(path)) check(join(path, entry));
+      };
+      check(cache);
+      expect(loose).toEqual([]);
       // A warm start reads the entry again (the marker, the binary) and follows nothing either.
       const warm = await runBin([
         '--backend-option',
