@@ -157,11 +157,15 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
     const mountedFile = join(shared, 'notes.txt');
     const mountedText = `granted to the server ${randomUUID()}`;
     writeFileSync(mountedFile, mountedText, { mode: 0o644 });
+    const writableDir = freshDir('writable');
+    // Writable by the sandbox's user also when the tests run as root (then it runs as nobody).
+    chmodSync(writableDir, 0o777);
     const registry = await startRegistry({
       canary: join(work, 'no-canary'),
       markerNames: [],
       secretName,
       mountedFile,
+      writableDir,
     });
     try {
       const running = await runBin(
@@ -170,6 +174,8 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
           secretName,
           '--mount',
           `${shared}:ro`,
+          '--mount',
+          `${writableDir}:rw`,
           '--backend-option',
           `npmRegistry=${registry.url}`,
           '--backend-option',
@@ -185,6 +191,9 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
         // Control: the grants are real, the server itself sees both...
         expect(await running.call('env', { name: secretName })).toEqual({ value: secret });
         expect(await running.call('read', { path: mountedFile })).toEqual({ text: mountedText });
+        expect(await running.call('write', { path: join(writableDir, 'from-server'), text: 'x' })).toEqual({
+          ok: true,
+        });
       } finally {
         await stop(running);
       }
@@ -195,6 +204,8 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       expect(found.secret).toBeNull();
       expect(found.mounted).toMatch(/^ERR /);
       expect(found.envNames).not.toContain(secretName);
+      expect(found.wrote).toMatch(/^ERR /);
+      expect(existsSync(join(writableDir, 'from-install'))).toBe(false);
       expect(JSON.stringify(found)).not.toContain(secret);
       expect(JSON.stringify(found)).not.toContain(mountedText);
     } finally {
