@@ -71,9 +71,9 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   /** Process limit when the spec gives none (default 256; threads count too). */
   readonly defaultMaxProcesses?: number;
-  /** Size cap of each process's in-memory `/tmp` (default 512 MiB). */
+  /** Size cap of the in-memory `/tmp` of each command `exec` starts (default 512 MiB). */
   readonly tmpSizeBytes?: number;
-  /** Size cap of each process's in-memory `/dev/shm` (default 256 MiB). */
+  /** Size cap of the in-memory `/dev/shm` of each command `exec` starts (default 256 MiB). */
   readonly shmSizeBytes?: number;
   /** Replaces the start-up probe (diagnostics and tests). */
   readonly probe?: () => Promise<LocalSandboxInfo>;
@@ -499,8 +499,8 @@ class LocalSandbox implements Sandbox {
     ];
     const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
     for (const root of tmpfsRoots) args.push('--tmpfs', root);
-    // /tmp lives in memory, capped, per process: nothing of it reaches the host's disk or
-    // outlives the sandbox's mount namespace.
+    // /tmp lives in memory, capped, one per command (shared with its children): nothing of it
+    // reaches the host's disk or outlives the command's mount namespace.
     args.push('--size', String(this.#config.tmpSize), '--tmpfs', SANDBOX_TMP);
     if (install) args.push('--size', String(this.#config.tmpSize), '--tmpfs', this.#insideHome);
     else args.push('--bind', this.#home, this.#insideHome);
