@@ -139,12 +139,21 @@ export async function prepareNpx(
   const root = openOwnedDir(deps.cache.cacheRoot);
   try {
     let installed = readEntry(root, key);
+    // An entry appears by one rename, marker included: one without a valid marker was just
+    // renamed into place by another session (read again), or was damaged from outside. A
+    // damaged entry is left for the user to remove rather than removed under a session using it.
+    if (!installed && lstatAt(root, [key])) {
+      installed = readEntry(root, key);
+      if (!installed) {
+        throw new SandboxFailureError(
+          `the install cache entry ${entry} is damaged (no valid ${MARKER}); remove it (rm -rf ${entry}) and start again`,
+          { code: 'E_PREPARE' },
+        );
+      }
+    }
     if (installed) {
       deps.onEvent?.({ type: 'prepare', cache: 'hit', spec: parsed.spec, entry });
     } else {
-      // An entry without a valid marker is a broken one (a crash mid-way is impossible: the
-      // entry appears by rename, marker included). Remove it, without following anything in it.
-      removeAt(root, key);
       sweepStaging(root);
       const registryUrl = new URL(registry);
       const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');

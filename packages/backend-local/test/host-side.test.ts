@@ -21,6 +21,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cacheKey } from '../src/npx.js';
 import {
   type AttackConfig,
   BIN,
@@ -407,6 +408,44 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       const entries = readdirSync(cache).filter((name) => /^[0-9a-f]{24}$/.test(name));
       expect(entries).toHaveLength(1);
       expect(readdirSync(join(cache, entries[0]!)).sort()).toEqual(['install.json', 'pkg']);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  it('a damaged cache entry is reported, not removed or used', { timeout: 60_000 }, async () => {
+    const cache = freshDir('cache');
+    const registry = await startRegistry({
+      canary: join(work, 'no-canary'),
+      markerNames: [],
+      secretName: 'UNUSED',
+      mountedFile: '/nonexistent',
+    });
+    try {
+      const spec = `${HOSTILE_PACKAGE}@1.0.0`;
+      const entry = join(cache, cacheKey(registry.url, spec));
+      mkdirSync(join(entry, 'pkg'), { recursive: true });
+      writeFileSync(join(entry, 'install.json'), '{"bin":"../../../bin/sh"}');
+      const result = spawnSync(
+        process.execPath,
+        [
+          BIN,
+          'run',
+          '--backend-option',
+          `npmRegistry=${registry.url}`,
+          '--backend-option',
+          `npmCacheDir=${cache}`,
+          '--',
+          'npx',
+          '-y',
+          spec,
+        ],
+        { input: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n', encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toContain(`the install cache entry ${entry} is damaged`);
+      expect(existsSync(join(entry, 'install.json'))).toBe(true);
+      expect(registry.beacons).toEqual([]);
     } finally {
       await registry.close();
     }
