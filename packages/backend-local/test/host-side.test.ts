@@ -32,6 +32,12 @@ import {
   startRegistry,
 } from './cli.js';
 
+if (!existsSync(BIN)) {
+  throw new Error(
+    `${BIN} is missing: these tests drive the built binary; build the workspace first (turbo run build)`,
+  );
+}
+
 const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-host-side-'));
 // As root the sandbox runs as nobody, who must be able to pass through to the cache and state.
 chmodSync(work, 0o755);
