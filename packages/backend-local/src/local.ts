@@ -73,9 +73,9 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   /** Process limit when the spec gives none (default 256; threads count too). */
   readonly defaultMaxProcesses?: number;
-  /** Size cap of each process's in-memory `/tmp` (default 512 MiB). */
+  /** Size cap of the in-memory `/tmp` of each command `exec` starts (default 512 MiB). */
   readonly tmpSizeBytes?: number;
-  /** Size cap of each process's in-memory `/dev/shm` (default 256 MiB). */
+  /** Size cap of the in-memory `/dev/shm` of each command `exec` starts (default 256 MiB). */
   readonly shmSizeBytes?: number;
   /** Replaces the start-up probe (diagnostics and tests). */
   readonly probe?: () => Promise<LocalSandboxInfo>;
@@ -253,13 +253,7 @@ export function checkMountsSpareHostState(
   mounts: readonly MountSpec[],
   places: { readonly stateDir: string; readonly cacheRoot: string; readonly stateRoot?: string },
 ): void {
-  const real = (path: string) => {
-    try {
-      return realpathSync(path);
-    } catch {
-      return path;
-    }
-  };
+  const real = realOrSelf;
   const stateDir = real(places.stateDir);
   const cacheRoot = real(places.cacheRoot);
   const stateRoot = places.stateRoot === undefined ? undefined : real(places.stateRoot);
@@ -483,7 +477,9 @@ class LocalSandbox implements Sandbox {
     // A command inside a writable mount was chosen by the sandbox (an earlier session could have
     // rewritten it): its symlinks and `#!` line must not decide which hidden host paths get bound.
     const inWritableMount = (install ? [] : (spec.mounts ?? [])).some(
-      (mount) => mount.mode === 'rw' && isInside(found, mount.hostPath),
+      (mount) =>
+        mount.mode === 'rw' &&
+        (isInside(found, mount.hostPath) || isInside(realOrSelf(found), realOrSelf(mount.hostPath))),
     );
     if (!insideOnly && !inWritableMount) {
       const planned = commandBinds(found, this.#roots);
@@ -591,8 +587,8 @@ class LocalSandbox implements Sandbox {
     ];
     const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
     for (const root of tmpfsRoots) args.push('--tmpfs', root);
-    // /tmp lives in memory, capped, per process: nothing of it reaches the host's disk or
-    // outlives the sandbox's mount namespace.
+    // /tmp lives in memory, capped, one per command (shared with its children): nothing of it
+    // reaches the host's disk or outlives the command's mount namespace.
     args.push('--size', String(this.#config.tmpSize), '--tmpfs', SANDBOX_TMP);
     if (install) args.push('--size', String(this.#config.tmpSize), '--tmpfs', this.#insideHome);
     else args.push('--bind', this.#home, this.#insideHome);
@@ -773,6 +769,14 @@ function tryKill(pid: number, signal: KillSignal): void {
     process.kill(pid, signal);
   } catch {
     // already gone
+  }
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
 
