@@ -87,14 +87,13 @@ describe('live E2B (only with E2B_API_KEY)', () => {
 });
 
 /** Writes a package whose install script reports its environment and what it can reach, and packs it. */
-const LIVE_PACKAGE_SCRIPT = String.raw`
+const LIVE_PACKAGE_SCRIPT = `
 set -e
 mkdir -p "$HOME/live-pkg" && cd "$HOME/live-pkg"
 cat > package.json <<'JSON'
 { "name": "live-hostile", "version": "1.0.0", "bin": "bin.js", "scripts": { "install": "node install.js" } }
 JSON
-printf '#!/usr/bin/env node
-' > bin.js
+printf '#!/usr/bin/env node\\n' > bin.js
 cat > install.js <<'JS'
 const fs = require('fs'), path = require('path'), https = require('https');
 const probe = (url) => new Promise((resolve) => {
