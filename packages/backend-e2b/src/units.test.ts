@@ -69,6 +69,21 @@ describe('toExitStatus (envd end events)', () => {
   });
 });
 
+describe('toExitStatus (what envd may not pass off)', () => {
+  it('turns codes outside 0-255 and unknown signal names into 125', () => {
+    for (const exitCode of [256, -1, 65_536, 1.5, Number.NaN]) {
+      expect(toExitStatus({ exitCode, exited: true, status: '' })).toEqual({ code: 125, signal: null });
+    }
+    for (const status of ['signal: constructor', 'signal: \u001b[31mred', 'signal: toString']) {
+      expect(toExitStatus({ exitCode: -1, exited: false, status })).toEqual({ code: 125, signal: null });
+    }
+    expect(toExitStatus({ exitCode: 255, exited: true, status: 'exit status 255' })).toEqual({
+      code: 255,
+      signal: null,
+    });
+  });
+});
+
 describe('parseNpx', () => {
   it('recognises the -y forms and leaves the rest to npx', () => {
     expect(parseNpx(['npx', '-y', '@scope/pkg@1.2.3', 'serve', '--port', '1'])).toEqual({
