@@ -23,6 +23,8 @@ export const MAX_UNARY_BYTES = 64 * 1024;
 const KEEPALIVE_SECONDS = '50';
 /** The first envd that can close a process's stdin. */
 const ENVD_CLOSE_STDIN = '0.5.2';
+/** The first envd that takes a raw (octet-stream) file upload. */
+const ENVD_OCTET_STREAM = '0.5.7';
 
 const FLAG_COMPRESSED = 0x01;
 const FLAG_END_STREAM = 0x02;
@@ -182,13 +184,25 @@ export class EnvdClient {
     await this.#unary('SendSignal', { process: { pid }, signal: 'SIGNAL_SIGKILL' }, 'kill the process');
   }
 
-  /** Writes one file (octet-stream upload, envd ≥ 0.5.7); the answer is read with the unary cap. */
+  /**
+   * Writes one file: an octet-stream upload (envd ≥ 0.5.7) or, on older templates, a one-file
+   * multipart form, as the SDK does. The answer is read with the unary cap.
+   */
   async writeFile(path: string, data: Uint8Array): Promise<void> {
     const doing = 'copy a mounted file into the sandbox';
+    const query = new URLSearchParams({ path });
+    // Before envd 0.4.0 the user had to be named; the SDK's default is `user`.
+    if (compareVersions(this.#endpoint.version, '0.4.0') < 0) query.set('username', 'user');
+    const octet = compareVersions(this.#endpoint.version, ENVD_OCTET_STREAM) >= 0;
+    let body: Uint8Array | FormData = data;
+    if (!octet) {
+      body = new FormData();
+      body.append('file', new Blob([data]), path);
+    }
     const response = await this.#post(
-      `files?${new URLSearchParams({ path })}`,
-      { 'Content-Type': 'application/octet-stream' },
-      data,
+      `files?${query}`,
+      octet ? { 'Content-Type': 'application/octet-stream' } : {},
+      body,
       AbortSignal.timeout(this.#requestTimeoutMs),
       doing,
     );
@@ -211,7 +225,7 @@ export class EnvdClient {
   async #post(
     path: string,
     headers: Record<string, string>,
-    body: Uint8Array | string,
+    body: Uint8Array | string | FormData,
     signal: AbortSignal,
     doing: string,
   ): Promise<Response> {
