@@ -129,12 +129,16 @@ export interface ChildScenario {
   readonly action?: 'sigterm' | 'write';
   /** How long to wait for it to end before giving up. */
   readonly waitMs?: number;
+  /** Commands run after it ended; their stdout is reported. */
+  readonly after?: readonly (readonly string[])[];
 }
 
 export interface ChildReport {
   readonly status: { code: number | null; signal: string | null; error?: string } | 'timeout';
   readonly action?: string;
   readonly stdoutBytes: number;
+  /** What the `after` commands printed. */
+  readonly after?: string;
   /** Peak resident set of the host process (VmHWM), in MiB. */
   readonly peakMiB: number;
 }
@@ -170,6 +174,13 @@ export async function runInChild(fake: FakeE2B, scenario: ChildScenario): Promis
       if (scenario.action === 'write') report.action = await proc.write(Buffer.from('x\\n')).then(() => 'ok', (e) => e.code ?? String(e));
       const status = await Promise.race([proc.exit, sleep(scenario.waitMs ?? 15000, 'timeout')]);
       report.status = status === 'timeout' ? status : { code: status.code, signal: status.signal, ...(status.error ? { error: status.error.code } : {}) };
+      report.after = '';
+      for (const step of scenario.after ?? []) {
+        const proc = await box.exec(step);
+        const chunks = [];
+        await Promise.all([(async () => { for await (const chunk of proc.stdout) chunks.push(chunk); })(), drain(proc.stderr), proc.exit]);
+        report.after += Buffer.concat(chunks).toString();
+      }
     } finally {
       report.stdoutBytes = stdoutBytes;
       const hwm = /VmHWM:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
