@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -130,6 +130,10 @@ describe('the npx -y install gets the registry and nothing else', () => {
       expect(JSON.parse((await out).toString())).toEqual({ token: GRANTED });
     } finally {
       fake.onNetworkUpdate(undefined);
+      // Should the test fail, the daemon must not outlive it (the fake runs it on this machine).
+      const pidFile = join(fake.sandboxes.get(box.id)!.home, 'install-daemon.pid');
+      const daemon = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : 0;
+      if (daemon > 1 && alive(daemon)) process.kill(daemon, 'SIGKILL');
       await box.close();
     }
   });
