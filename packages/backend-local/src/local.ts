@@ -40,6 +40,7 @@ import { adaptChild, type SpawnedProcess, startChild } from './child-process.js'
 import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
+import { unwritableMountWarnings } from './mount-access.js';
 import { type NpxCacheOptions, prepareNpx } from './npx.js';
 import { ownFiles } from './own-files.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
@@ -191,6 +192,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
+      for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
       return new LocalSandbox({
         spec,
         info: found,
