@@ -40,7 +40,8 @@ import { adaptChild, type SpawnedProcess, startChild } from './child-process.js'
 import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
-import { type NpxCacheOptions, prepareNpx } from './npx.js';
+import { unwritableMountWarnings } from './mount-access.js';
+import { type NpxCacheOptions, prepareNpx, registryAccess } from './npx.js';
 import { ownFiles } from './own-files.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
 import { EgressProxy, type Resolver } from './proxy.js';
@@ -191,6 +192,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
+      for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
       return new LocalSandbox({
         spec,
         info: found,
@@ -311,6 +313,8 @@ export interface SpawnExtras {
    * home of its own (in memory), so that install scripts see nothing of what the server gets.
    */
   readonly install?: boolean;
+  /** A `--setup` step: like an install step, but in the session's own home. */
+  readonly setup?: boolean;
 }
 
 interface Live {
@@ -381,7 +385,15 @@ class LocalSandbox implements Sandbox {
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SpawnedProcess> {
-    return this.spawn(command, options, {});
+    if (options.purpose !== 'setup') return this.spawn(command, options, {});
+    // A --setup step installs: the registry and nothing the server is granted, as the npx
+    // install step. What it installs globally lands in the home, where the server finds it.
+    const access = await registryAccess(this.#config.npm);
+    return this.spawn(
+      command,
+      { ...options, network: { allow: [access.grant] }, env: { ...access.env, ...options.env } },
+      { binds: access.binds, setup: true },
+    );
   }
 
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
@@ -468,20 +480,26 @@ class LocalSandbox implements Sandbox {
     const binds: Bind[] = [];
     const pathDirs: string[] = [];
     const install = extras.install === true;
+    // Install and setup steps get none of the spec's environment or mounts.
+    const isolated = install || extras.setup === true;
     const mounted = [...(install ? [] : this.#extraBinds), ...(extras.binds ?? [])];
     const insideOnly = mounted.some((bind) => name.startsWith(`${bind.dest}/`));
-    const found = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
-    if (found === undefined) {
+    const onHost = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
+    // Not on the host: a bare name may still be on the sandbox's own PATH (installed by --setup
+    // into the home): the sandbox's shell looks it up, and says so when it is not there either.
+    const lookInside = onHost === undefined && !name.includes('/');
+    if (onHost === undefined && !lookInside) {
       throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
     }
+    const found = onHost ?? name;
     // A command inside a writable mount was chosen by the sandbox (an earlier session could have
     // rewritten it): its symlinks and `#!` line must not decide which hidden host paths get bound.
-    const inWritableMount = (install ? [] : (spec.mounts ?? [])).some(
+    const inWritableMount = (isolated ? [] : (spec.mounts ?? [])).some(
       (mount) =>
         mount.mode === 'rw' &&
         (isInside(found, mount.hostPath) || isInside(realOrSelf(found), realOrSelf(mount.hostPath))),
     );
-    if (!insideOnly && !inWritableMount) {
+    if (!insideOnly && !inWritableMount && !lookInside) {
       const planned = commandBinds(found, this.#roots);
       binds.push(...planned.binds);
       if (planned.pathDir) pathDirs.push(planned.pathDir);
@@ -507,18 +525,21 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
-    const userBinds: Bind[] = (install ? [] : (spec.mounts ?? [])).map((m) => ({
+    const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m) => ({
       source: m.hostPath,
       dest: m.sandboxPath,
       mode: m.mode,
     }));
 
+    // `npm install -g` (a --setup step) installs into the home, whose bin/ comes first on PATH.
+    const npmPrefix = `${this.#insideHome}/.npm-global`;
     const env: Record<string, string> = {
-      PATH: sandboxPath(pathDirs, hostEnv.PATH, this.#roots),
+      PATH: sandboxPath([`${npmPrefix}/bin`, ...pathDirs], hostEnv.PATH, this.#roots),
       HOME: this.#insideHome,
       TMPDIR: SANDBOX_TMP,
       LANG: hostEnv.LANG || 'C.UTF-8',
-      ...(install ? {} : spec.env),
+      ...(extras.setup ? { NPM_CONFIG_PREFIX: npmPrefix } : {}),
+      ...(isolated ? {} : spec.env),
       ...options.env,
     };
     if (networked) Object.assign(env, proxyEnv(SANDBOX_PROXY_PORT));
@@ -598,7 +619,15 @@ class LocalSandbox implements Sandbox {
     for (const root of tmpfsRoots) args.push('--remount-ro', root);
     args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
     if (options.cwd) args.push('--chdir', options.cwd);
-    args.push('--', ...this.#launcher(command, ipcFd));
+    const target = lookInside
+      ? [
+          '/bin/sh',
+          '-c',
+          'command -v "$0" >/dev/null 2>&1 || { echo "mcp-sandbox: command not found: $0 (not on this machine, nor on the sandbox PATH)" >&2; exit 127; }; exec "$0" "$@"',
+          ...command,
+        ]
+      : command;
+    args.push('--', ...this.#launcher(target, ipcFd));
 
     let child: ChildProcess;
     if (staged.length > 0 && info.runAs && info.staging) {

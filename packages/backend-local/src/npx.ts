@@ -111,6 +111,30 @@ export interface NpxDeps {
   ) => Promise<SpawnedProcess>;
 }
 
+/**
+ * What a step that installs packages needs to reach the registry as the host's npm would: the
+ * registry's `host:port` grant, its URL and TLS trust as npm settings, and the CA files to show.
+ * Never the host npm's credentials.
+ */
+export async function registryAccess(
+  cache: NpxCacheOptions,
+): Promise<{ grant: string; env: Record<string, string>; binds: Bind[] }> {
+  const npmConfig = await hostNpmConfig(cache.hostEnv);
+  const registry = normalizeRegistry(cache.registry ?? npmConfig.registry);
+  const url = new URL(registry);
+  const port = url.port || (url.protocol === 'http:' ? '80' : '443');
+  const extraCa = cache.hostEnv.NODE_EXTRA_CA_CERTS;
+  const env: Record<string, string> = { npm_config_registry: registry };
+  if (!npmConfig.strictSsl) env.npm_config_strict_ssl = 'false';
+  if (npmConfig.cafile) env.npm_config_cafile = npmConfig.cafile;
+  if (extraCa) env.NODE_EXTRA_CA_CERTS = extraCa;
+  const binds: Bind[] = [];
+  for (const file of [npmConfig.cafile, extraCa]) {
+    if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
+  }
+  return { grant: `${url.hostname}:${port}`, env, binds };
+}
+
 /** npm's rule for package names; anything else is not used as a path, even inside the sandbox. */
 const PACKAGE_NAME = /^(@[a-z0-9~-][a-z0-9._~-]*\/)?[a-z0-9~-][a-z0-9._~-]*$/;
 
