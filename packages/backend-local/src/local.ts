@@ -40,8 +40,9 @@ import { DenialReporter, SyntheticNames } from './egress.js';
 import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
+import { unwritableMountWarnings } from './mount-access.js';
 import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
-import { type NpxCacheOptions, prepareNpx } from './npx.js';
+import { type NpxCacheOptions, prepareNpx, registryAccess } from './npx.js';
 import { ownFiles } from './own-files.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
 import type { Resolver } from './proxy.js';
@@ -76,9 +77,9 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   /** Process limit when the spec gives none (default 256; threads count too). */
   readonly defaultMaxProcesses?: number;
-  /** Size cap of each process's in-memory `/tmp` (default 512 MiB). */
+  /** Size cap of the in-memory `/tmp` of each command `exec` starts (default 512 MiB). */
   readonly tmpSizeBytes?: number;
-  /** Size cap of each process's in-memory `/dev/shm` (default 256 MiB). */
+  /** Size cap of the in-memory `/dev/shm` of each command `exec` starts (default 256 MiB). */
   readonly shmSizeBytes?: number;
   /** Replaces the start-up probe (diagnostics and tests). */
   readonly probe?: () => Promise<LocalSandboxInfo>;
@@ -207,6 +208,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
+      for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
       return new LocalSandbox({
         spec,
         info: found,
@@ -271,13 +273,7 @@ export function checkMountsSpareHostState(
   mounts: readonly MountSpec[],
   places: { readonly stateDir: string; readonly cacheRoot: string; readonly stateRoot?: string },
 ): void {
-  const real = (path: string) => {
-    try {
-      return realpathSync(path);
-    } catch {
-      return path;
-    }
-  };
+  const real = realOrSelf;
   const stateDir = real(places.stateDir);
   const cacheRoot = real(places.cacheRoot);
   const stateRoot = places.stateRoot === undefined ? undefined : real(places.stateRoot);
@@ -337,6 +333,8 @@ export interface SpawnExtras {
    * home of its own (in memory), so that install scripts see nothing of what the server gets.
    */
   readonly install?: boolean;
+  /** A `--setup` step: like an install step, but in the session's own home. */
+  readonly setup?: boolean;
 }
 
 interface EgressState {
@@ -415,7 +413,15 @@ class LocalSandbox implements Sandbox {
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SpawnedProcess> {
-    return this.spawn(command, options, {});
+    if (options.purpose !== 'setup') return this.spawn(command, options, {});
+    // A --setup step installs: the registry and nothing the server is granted, as the npx
+    // install step. What it installs globally lands in the home, where the server finds it.
+    const access = await registryAccess(this.#config.npm);
+    return this.spawn(
+      command,
+      { ...options, network: { allow: [access.grant] }, env: { ...access.env, ...options.env } },
+      { binds: access.binds, setup: true },
+    );
   }
 
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
@@ -502,18 +508,26 @@ class LocalSandbox implements Sandbox {
     const binds: Bind[] = [];
     const pathDirs: string[] = [];
     const install = extras.install === true;
+    // Install and setup steps get none of the spec's environment or mounts.
+    const isolated = install || extras.setup === true;
     const mounted = [...(install ? [] : this.#extraBinds), ...(extras.binds ?? [])];
     const insideOnly = mounted.some((bind) => name.startsWith(`${bind.dest}/`));
-    const found = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
-    if (found === undefined) {
+    const onHost = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
+    // Not on the host: a bare name may still be on the sandbox's own PATH (installed by --setup
+    // into the home): the sandbox's shell looks it up, and says so when it is not there either.
+    const lookInside = onHost === undefined && !name.includes('/');
+    if (onHost === undefined && !lookInside) {
       throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
     }
+    const found = onHost ?? name;
     // A command inside a writable mount was chosen by the sandbox (an earlier session could have
     // rewritten it): its symlinks and `#!` line must not decide which hidden host paths get bound.
-    const inWritableMount = (install ? [] : (spec.mounts ?? [])).some(
-      (mount) => mount.mode === 'rw' && isInside(found, mount.hostPath),
+    const inWritableMount = (isolated ? [] : (spec.mounts ?? [])).some(
+      (mount) =>
+        mount.mode === 'rw' &&
+        (isInside(found, mount.hostPath) || isInside(realOrSelf(found), realOrSelf(mount.hostPath))),
     );
-    if (!insideOnly && !inWritableMount) {
+    if (!insideOnly && !inWritableMount && !lookInside) {
       const planned = commandBinds(found, this.#roots);
       binds.push(...planned.binds);
       if (planned.pathDir) pathDirs.push(planned.pathDir);
@@ -539,7 +553,7 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
-    const userBinds: Bind[] = (install ? [] : (spec.mounts ?? [])).map((m) => ({
+    const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m) => ({
       source: m.hostPath,
       dest: m.sandboxPath,
       mode: m.mode,
@@ -553,13 +567,16 @@ class LocalSandbox implements Sandbox {
       trustEnv[entry.name] = entry.value;
     }
 
+    // `npm install -g` (a --setup step) installs into the home, whose bin/ comes first on PATH.
+    const npmPrefix = `${this.#insideHome}/.npm-global`;
     const env: Record<string, string> = {
-      PATH: sandboxPath(pathDirs, hostEnv.PATH, this.#roots),
+      PATH: sandboxPath([`${npmPrefix}/bin`, ...pathDirs], hostEnv.PATH, this.#roots),
       HOME: this.#insideHome,
       TMPDIR: SANDBOX_TMP,
       LANG: hostEnv.LANG || 'C.UTF-8',
       ...trustEnv,
-      ...(install ? {} : spec.env),
+      ...(extras.setup ? { NPM_CONFIG_PREFIX: npmPrefix } : {}),
+      ...(isolated ? {} : spec.env),
       ...options.env,
     };
     if (networked) Object.assign(env, proxyEnv(SANDBOX_PROXY_PORT));
@@ -629,8 +646,8 @@ class LocalSandbox implements Sandbox {
     ];
     const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
     for (const root of tmpfsRoots) args.push('--tmpfs', root);
-    // /tmp lives in memory, capped, per process: nothing of it reaches the host's disk or
-    // outlives the sandbox's mount namespace.
+    // /tmp lives in memory, capped, one per command (shared with its children): nothing of it
+    // reaches the host's disk or outlives the command's mount namespace.
     args.push('--size', String(this.#config.tmpSize), '--tmpfs', SANDBOX_TMP);
     if (install) args.push('--size', String(this.#config.tmpSize), '--tmpfs', this.#insideHome);
     else args.push('--bind', this.#home, this.#insideHome);
@@ -662,7 +679,15 @@ class LocalSandbox implements Sandbox {
     // --- end egress
     args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
     if (options.cwd) args.push('--chdir', options.cwd);
-    args.push('--', ...this.#launcher(command));
+    const target = lookInside
+      ? [
+          '/bin/sh',
+          '-c',
+          'command -v "$0" >/dev/null 2>&1 || { echo "mcp-sandbox: command not found: $0 (not on this machine, nor on the sandbox PATH)" >&2; exit 127; }; exec "$0" "$@"',
+          ...command,
+        ]
+      : command;
+    args.push('--', ...this.#launcher(target));
     // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
     const bwrapArgv =
       network && ipcFd !== undefined
@@ -845,6 +870,14 @@ function tryKill(pid: number, signal: KillSignal): void {
     process.kill(pid, signal);
   } catch {
     // already gone
+  }
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
 

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { fchmodSync, fchownSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   type NetworkSpec,
@@ -83,6 +83,9 @@ export function cacheKey(registry: string, spec: string): string {
  */
 const MARKER = 'install.json';
 const PREFIX = 'pkg';
+/** In a staging directory only: the pid of the process installing there, for the sweep. */
+const OWNER = 'owner-pid';
+const STAGING = /^[0-9a-f]{24}\.tmp-/;
 const MAX_MANIFEST_BYTES = 4 * 2 ** 20;
 
 interface Installed {
@@ -106,6 +109,30 @@ export interface NpxDeps {
     network: NetworkSpec,
     env: Readonly<Record<string, string>>,
   ) => Promise<SpawnedProcess>;
+}
+
+/**
+ * What a step that installs packages needs to reach the registry as the host's npm would: the
+ * registry's `host:port` grant, its URL and TLS trust as npm settings, and the CA files to show.
+ * Never the host npm's credentials.
+ */
+export async function registryAccess(
+  cache: NpxCacheOptions,
+): Promise<{ grant: string; env: Record<string, string>; binds: Bind[] }> {
+  const npmConfig = await hostNpmConfig(cache.hostEnv);
+  const registry = normalizeRegistry(cache.registry ?? npmConfig.registry);
+  const url = new URL(registry);
+  const port = url.port || (url.protocol === 'http:' ? '80' : '443');
+  const extraCa = cache.hostEnv.NODE_EXTRA_CA_CERTS;
+  const env: Record<string, string> = { npm_config_registry: registry };
+  if (!npmConfig.strictSsl) env.npm_config_strict_ssl = 'false';
+  if (npmConfig.cafile) env.npm_config_cafile = npmConfig.cafile;
+  if (extraCa) env.NODE_EXTRA_CA_CERTS = extraCa;
+  const binds: Bind[] = [];
+  for (const file of [npmConfig.cafile, extraCa]) {
+    if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
+  }
+  return { grant: `${url.hostname}:${port}`, env, binds };
 }
 
 /** npm's rule for package names; anything else is not used as a path, even inside the sandbox. */
@@ -147,12 +174,22 @@ export async function prepareNpx(
   const root = openOwnedDir(deps.cache.cacheRoot);
   try {
     let installed = readEntry(root, key);
+    // An entry appears by one rename, marker included: one without a valid marker was just
+    // renamed into place by another session (read again), or was damaged from outside. A
+    // damaged entry is left for the user to remove rather than removed under a session using it.
+    if (!installed && lstatAt(root, [key])) {
+      installed = readEntry(root, key);
+      if (!installed) {
+        throw new SandboxFailureError(
+          `the install cache entry ${entry} is damaged (no valid ${MARKER}); remove it (rm -rf ${entry}) and start again`,
+          { code: 'E_PREPARE' },
+        );
+      }
+    }
     if (installed) {
       deps.onEvent?.({ type: 'prepare', cache: 'hit', spec: parsed.spec, entry });
     } else {
-      // An entry without a valid marker is a broken one (a crash mid-way is impossible: the
-      // entry appears by rename, marker included). Remove it, without following anything in it.
-      removeAt(root, key);
+      sweepStaging(root);
       const registryUrl = new URL(registry);
       const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
       const grant = `${registryUrl.hostname}:${port}`;
@@ -196,6 +233,7 @@ async function install(
     }
     // Reachable (not listable) by the sandbox user, who must get to pkg/ to bind it.
     fchmodSync(staging.fd, deps.runAs ? 0o711 : 0o700);
+    writeFileAt(staging, OWNER, String(process.pid));
     mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
     prefix = openDirAt(staging, PREFIX);
     if (!prefix) throw new HostFsError('the install prefix vanished');
@@ -258,6 +296,7 @@ async function install(
     const installed = describeInstall(prefix, spec, registry);
     // The marker goes next to pkg/, in the staging directory the sandbox never saw.
     writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
+    unlinkSync(at(staging.fd, OWNER));
     fchmodSync(staging.fd, 0o755);
     try {
       renameAt(root, stagingName, key);
@@ -279,6 +318,41 @@ async function install(
   } finally {
     closeDir(prefix);
     closeDir(staging);
+  }
+}
+
+/**
+ * Removes staging directories of installs whose process died (killed mid-install): only ours,
+ * writable by no one else, with an owner file read no-follow; removed fd-relative.
+ */
+function sweepStaging(root: OpenDir): void {
+  const uid = process.getuid?.() ?? 0;
+  for (const name of readdirSync(`/proc/self/fd/${root.fd}`)) {
+    if (!STAGING.test(name)) continue;
+    let dir: OpenDir | undefined;
+    try {
+      dir = openDirAt(root, name);
+      if (!dir || dir.stat.uid !== uid || (dir.stat.mode & 0o022) !== 0) continue;
+      const pid = readFileAt(dir, [OWNER], 32)?.toString('latin1') ?? '';
+      if (!/^[1-9]\d{0,9}$/.test(pid) || processExists(Number(pid))) continue;
+      const id = { dev: dir.stat.dev, ino: dir.stat.ino };
+      closeDir(dir);
+      dir = undefined;
+      removeAt(root, name, id);
+    } catch {
+      // changed meanwhile, or not ours: leave it
+    } finally {
+      closeDir(dir);
+    }
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

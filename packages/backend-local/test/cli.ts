@@ -55,6 +55,8 @@ export interface AttackConfig {
   readonly markerNames: readonly string[];
   readonly secretName: string;
   readonly mountedFile: string;
+  /** A directory granted read-write to the server, where the install script tries to write. */
+  readonly writableDir?: string;
 }
 
 export interface Registry {

@@ -227,7 +227,7 @@ class Bridge {
   async #runSetup(sandbox: Sandbox, step: string, index: number): Promise<void> {
     this.#o.logger.info(`setup ${index + 1}: ${this.#redact(step)}`);
     this.#trace?.event('setup-start', { index, command: step });
-    const proc = await sandbox.exec(['sh', '-c', step]);
+    const proc = await sandbox.exec(['sh', '-c', step], { purpose: 'setup' });
     const output = Promise.all([this.#pumpStderr(proc.stdout), this.#pumpStderr(proc.stderr)]);
     const aborted = new Promise<'aborted'>((resolve) => {
       if (this.#abort.signal.aborted) resolve('aborted');
