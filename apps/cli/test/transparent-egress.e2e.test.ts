@@ -43,10 +43,12 @@ describe('transparent egress through the built binary, against the real npm regi
     expect(granted).toMatchObject({ isError: false, text: expect.stringMatching(/^200 /) });
     expect(granted.stderr).not.toContain('not granted');
 
+    // No grant at all: still no network, but the refused lookup names the flag.
     const refused = await fetchPing([], join(dir, 'refused.jsonl'));
-    expect(refused.isError).toBe(true);
-    // No grant at all: the sandbox has no network, so not even a lookup reaches the host.
-    expect(refused.text).toMatch(/^fetch failed: /);
+    expect(refused).toMatchObject({ isError: true, text: 'fetch failed: ENOTFOUND' });
+    expect(refused.stderr).toContain(
+      `mcp-sandbox: warning: the server tried ${HOST}, which is not granted; to allow it: --allow-net ${HOST}`,
+    );
 
     const other = await fetchPing(['--allow-net', 'example.invalid'], join(dir, 'other.jsonl'));
     expect(other).toMatchObject({ isError: true, text: 'fetch failed: ENOTFOUND' });
@@ -57,7 +59,7 @@ describe('transparent egress through the built binary, against the real npm regi
 
   it('trace --suggest on the refused session prints the grant, and granting it makes the session succeed', async () => {
     const trace = join(dir, 'suggest.jsonl');
-    const first = await fetchPing(['--allow-net', 'example.invalid'], trace);
+    const first = await fetchPing([], trace);
     expect(first.isError).toBe(true);
     expect(readFileSync(trace, 'utf8')).toContain('"type":"sandbox.egress-denied"');
 

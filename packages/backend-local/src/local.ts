@@ -92,6 +92,11 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
    * files they name visible read-only (default true; setting `hostTlsTrust=off`).
    */
   readonly hostTlsTrust?: boolean;
+  /**
+   * Without grants, still answer the sandbox's DNS lookups (all refused) so that each refused
+   * name is reported with the flag that would allow it (default true; setting `denialHints=off`).
+   */
+  readonly denialHints?: boolean;
 }
 
 export const DEFAULT_MAX_PROCESSES = 256;
@@ -226,6 +231,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         ...(options.resolve ? { resolve: options.resolve } : {}),
         ...(options.dial ? { dial: options.dial } : {}),
         ...(trust ? { tlsTrust: trust } : {}),
+        denialHints:
+          options.denialHints ?? !['off', 'false', '0', 'no'].includes(settings.denialHints ?? 'on'),
       });
     },
   };
@@ -323,6 +330,7 @@ interface SandboxConfig {
   readonly resolve?: Resolver;
   readonly dial?: Dialer;
   readonly tlsTrust?: TlsTrust;
+  readonly denialHints: boolean;
 }
 
 /** Internal extras for one exec: install steps bind their cache entry read-write. */
@@ -503,6 +511,8 @@ class LocalSandbox implements Sandbox {
     if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
     const grants = options.network ? parseGrants(options.network.allow) : this.#config.grants;
     const networked = grants.length > 0;
+    // Without grants the sandbox still gets the DNS responder (unless turned off), for the hints.
+    const layered = networked || this.#config.denialHints;
 
     // What to bind so that the command and node (the relay, `#!/usr/bin/env node`) can start.
     const binds: Bind[] = [];
@@ -585,7 +595,7 @@ class LocalSandbox implements Sandbox {
     const INFO_FD = 3;
     const SECCOMP_FD = 4;
     let ipcFd: number | undefined;
-    if (networked) {
+    if (layered) {
       ipcFd = stdio.length;
       stdio.push('ipc');
     }
@@ -619,7 +629,7 @@ class LocalSandbox implements Sandbox {
       '--unshare-ipc',
       '--unshare-pid',
       // With egress the network namespace comes from the outer layer (network.ts).
-      ...(networked ? [] : ['--unshare-net']),
+      ...(layered ? [] : ['--unshare-net']),
       '--unshare-uts',
       '--unshare-cgroup-try',
       '--disable-userns',
@@ -657,7 +667,7 @@ class LocalSandbox implements Sandbox {
     for (const root of tmpfsRoots) args.push('--remount-ro', root);
     // --- egress: the sandbox's own resolver files and, as in the outer layer, its own uid.
     let network: SandboxNetwork | undefined;
-    if (networked) {
+    if (layered) {
       const egress = this.#egressState();
       network = new SandboxNetwork({
         grants,
@@ -695,7 +705,7 @@ class LocalSandbox implements Sandbox {
             info.bwrapPath,
             ...outerBwrapArgs(),
             '--',
-            ...this.#relayLauncher(network, ipcFd),
+            ...this.#relayLauncher(network, ipcFd, [INFO_FD, SECCOMP_FD]),
             info.bwrapPath,
             ...args,
           ]
@@ -799,8 +809,15 @@ class LocalSandbox implements Sandbox {
    * the user's NODE_OPTIONS cleared (and no extra CA file to parse: it makes no TLS connection),
    * then the IPC channel is closed so nothing inside inherits it.
    */
-  #relayLauncher(network: SandboxNetwork, ipcFd: number): string[] {
-    const script = `NODE_OPTIONS= NODE_EXTRA_CA_CERTS= "$0" -e "$1" "$2" || exit 125; unset NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift 2; exec "$@"`;
+  #relayLauncher(network: SandboxNetwork, ipcFd: number, bwrapFds: readonly number[]): string[] {
+    const relay = `NODE_OPTIONS= NODE_EXTRA_CA_CERTS= "$0" -e "$1" "$2" "$$"`;
+    // Egress waits for its sockets; the hints alone do not hold the server back. In the
+    // background the relay holds none of the sandbox's descriptors but its channel: the host
+    // reads bwrap's info pipe to its end, and the server's output to its end.
+    const first = network.hintsOnly
+      ? `${relay} </dev/null >/dev/null 2>&1 ${bwrapFds.map((fd) => `${fd}>&-`).join(' ')} &`
+      : `${relay} || exit 125;`;
+    const script = `${first} unset NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE; exec ${ipcFd}>&-; shift 2; exec "$@"`;
     return ['/bin/sh', '-c', script, process.execPath, relaySource(), JSON.stringify(network.sockets)];
   }
 

@@ -7,7 +7,8 @@ import { relaySource, SandboxNetwork } from './network.js';
 
 /** Runs the relay on this host with `plan` and feeds what it sends to `network`. */
 async function relay(plan: unknown[], network?: SandboxNetwork) {
-  const child = spawn(process.execPath, ['-e', relaySource(), JSON.stringify(plan)], {
+  // The relay's parent is this process here (in a sandbox, the outer layer's shell).
+  const child = spawn(process.execPath, ['-e', relaySource(), JSON.stringify(plan), String(process.pid)], {
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
@@ -66,6 +67,42 @@ describe('the relay', () => {
       /^transparent egress is not available in this sandbox: cannot open udp 127\.77\.0\.1:53 \(EADDRNOTAVAIL\)/,
     );
     network.close();
+  });
+
+  it('ends by itself when the shell that started it is gone (the sandbox ended first)', async () => {
+    const plan = [{ id: 'dns-udp', kind: 'udp', host: '127.0.0.1', port: 0 }];
+    // The shell starts the relay in the background and exits at once; its end of the channel
+    // stays open here, so only the relay's own watch on its parent can end it.
+    const shell = spawn(
+      '/bin/sh',
+      [
+        '-c',
+        '"$0" -e "$1" "$2" "$$" & echo $!; exit 0',
+        process.execPath,
+        relaySource(),
+        JSON.stringify(plan),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] },
+    );
+    let out = '';
+    shell.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk;
+    });
+    await new Promise((done) => shell.on('exit', done));
+    const pid = Number(out.trim());
+    expect(pid).toBeGreaterThan(0);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const deadline = Date.now() + 10_000;
+    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(alive()).toBe(false);
+    if (shell.connected) shell.disconnect();
   });
 
   it('fails when the proxy cannot listen', async () => {

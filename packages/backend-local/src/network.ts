@@ -45,6 +45,11 @@ const DNS_PORT = 53;
  */
 export class SandboxNetwork {
   readonly sockets: readonly RelaySocket[];
+  /**
+   * No grants: only the DNS responder, so that a lookup is refused with a hint instead of
+   * failing unseen. Nothing is required of the relay, and the sandbox does not wait for it.
+   */
+  readonly hintsOnly: boolean;
   readonly #proxy: EgressProxy;
   readonly #dns: DnsResponder;
   readonly #transparent: TransparentEgress;
@@ -81,12 +86,18 @@ export class SandboxNetwork {
         );
       }
     }
-    this.sockets = [
-      { id: 'proxy', kind: 'tcp', host: '127.0.0.1', port: options.proxyPort, required: true },
+    this.hintsOnly = grants.length === 0;
+    const dns: RelaySocket[] = [
       { id: 'dns-udp', kind: 'udp', host: SANDBOX_DNS_ADDRESS, port: DNS_PORT },
       { id: 'dns-tcp', kind: 'tcp', host: SANDBOX_DNS_ADDRESS, port: DNS_PORT },
-      ...ports.map((port) => ({ id: `tcp-${port}`, kind: 'tcp' as const, host: '0.0.0.0', port })),
     ];
+    this.sockets = this.hintsOnly
+      ? dns
+      : [
+          { id: 'proxy', kind: 'tcp', host: '127.0.0.1', port: options.proxyPort, required: true },
+          ...dns,
+          ...ports.map((port) => ({ id: `tcp-${port}`, kind: 'tcp' as const, host: '0.0.0.0', port })),
+        ];
   }
 
   /** Takes one handle the relay sent; true once every socket has arrived. */
@@ -101,10 +112,12 @@ export class SandboxNetwork {
       this.#failed.push(`${socket.kind} ${socket.host}:${socket.port} (${error.slice(0, 40)})`);
       this.#attached += 1;
       if (this.#failed.length === 1) {
-        this.#logger.warn(
+        // Without grants there is no egress to lose: only the hints are missing.
+        const message =
           `transparent egress is not available in this sandbox: cannot open ${this.#failed[0]}; ` +
-            'programs that honour HTTPS_PROXY still reach the granted hosts',
-        );
+          'programs that honour HTTPS_PROXY still reach the granted hosts';
+        if (this.hintsOnly) this.#logger.debug(message);
+        else this.#logger.warn(message);
       }
       return this.#attached >= this.sockets.length;
     }
@@ -144,12 +157,16 @@ export function outerBwrapArgs(): string[] {
     '--bind',
     '/',
     '/',
+    // Its own minimal /dev: device nodes under the bind above cannot be opened.
+    '--dev',
+    '/dev',
   ];
 }
 
 /**
  * Runs in the outer layer, in the sandbox's network namespace, before the sandbox starts: opens
- * each socket of the plan (argv[1], JSON) and hands it to the host over the IPC channel.
+ * each socket of the plan (argv[1], JSON) and hands it to the host over the IPC channel. It ends
+ * as soon as its parent (argv[2]) is gone, so it never outlives the sandbox.
  */
 export function relaySource(): string {
   return [
@@ -166,6 +183,14 @@ export function relaySource(): string {
     'const sent=()=>process.send({id:s.id},sock,()=>open(i+1));',
     "if(s.kind==='udp')sock.bind(s.port,s.host,sent);else sock.listen({host:s.host,port:s.port},sent);",
     '};',
+    // The sandbox may end first: the host closes its end, or the relay's parent (the outer
+    // layer's shell, then the inner bwrap) exits. Either way nothing is left to do.
+    // argv[2]: the pid of the shell that started the relay (the inner bwrap once it execs).
+    "process.on('disconnect',()=>process.exit(0));",
+    'const parent=Number(process.argv[2]);',
+    'const orphaned=()=>{if(process.ppid!==parent)process.exit(0)};',
+    'orphaned();',
+    'setInterval(orphaned,100).unref();',
     'open(0);',
   ].join('');
 }

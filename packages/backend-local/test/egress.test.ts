@@ -412,3 +412,70 @@ describe("--allow-net '*' keeps its meaning", () => {
     expect(session.warnings).toEqual([]);
   });
 });
+
+// Waits until the responder's UDP socket exists (it starts alongside the server when nothing is
+// granted), then looks a name up and tries a host service: there is still no network.
+const NO_GRANTS = String.raw`
+const fs = require('node:fs');
+const net = require('node:net');
+const out = (v) => console.log(JSON.stringify(v));
+const started = Date.now();
+const up = () => fs.readFileSync('/proc/net/udp', 'utf8').includes('01004D7F:0035');
+(async () => {
+  while (!up() && Date.now() - started < 10000) await new Promise((r) => setTimeout(r, 20));
+  out({ responder: up() });
+  try { await fetch(process.argv[1]); out({ fetched: true }); } catch (e) { out({ error: e.cause?.code ?? e.message }); }
+  await new Promise((done) => {
+    const s = net.connect(Number(process.argv[2]), '127.0.0.1');
+    s.on('connect', () => { out({ host: 'reached' }); s.destroy(); done(); });
+    s.on('error', (e) => { out({ host: e.code }); done(); });
+  });
+})();
+`;
+
+describe('without grants', () => {
+  it('still has no network, and a refused lookup names the flag that would allow it', async () => {
+    const session = await open([]);
+    try {
+      const result = await run(session.box, [
+        'node',
+        '-e',
+        NO_GRANTS,
+        'https://api.github.com/',
+        String(ports.http),
+      ]);
+      expect(replies(result.stdout)).toEqual([
+        { responder: true },
+        { error: 'ENOTFOUND' },
+        { host: 'ECONNREFUSED' },
+      ]);
+      expect(session.events).toContainEqual({ type: 'egress-denied', host: 'api.github.com', via: 'dns' });
+      expect(session.warnings).toEqual([
+        'the server tried api.github.com, which is not granted; to allow it: --allow-net api.github.com',
+      ]);
+      // Nothing to reach through: no proxy variables.
+      const env = await run(session.box, [
+        'node',
+        '-e',
+        'console.log(JSON.stringify({ p: process.env.HTTPS_PROXY ?? null }))',
+      ]);
+      expect(replies(env.stdout)).toEqual([{ p: null }]);
+    } finally {
+      await session.box.close();
+    }
+  });
+
+  it('has no responder at all with denialHints off', async () => {
+    const box = await createLocalBackend({ denialHints: false }).create({
+      sessionId: 'quiet',
+      env: {},
+      ttlMs: 30_000,
+    });
+    try {
+      const probe = String.raw`console.log(JSON.stringify({ udp: require('fs').readFileSync('/proc/net/udp', 'utf8').includes(':0035') }))`;
+      expect(replies((await run(box, ['node', '-e', probe])).stdout)).toEqual([{ udp: false }]);
+    } finally {
+      await box.close();
+    }
+  });
+});
