@@ -30,6 +30,7 @@ import {
   type PrepareOptions,
   type Sandbox,
   type SandboxBackend,
+  type SandboxEvent,
   SandboxFailureError,
   type SandboxSpec,
   SPECIFICATION_VERSION,
@@ -113,6 +114,9 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
   const settings = options.settings ?? {};
   const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
   const autoMount = settings.autoMount !== 'false';
+  // `--install-allow-net`: hosts the npx install step may reach besides the registry.
+  const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
+  for (const host of installHosts) parseGrant(host);
   const settingSize = (key: string): number | undefined => {
     const value = settings[key];
     if (value === undefined) return undefined;
@@ -184,6 +188,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           settings.npmCacheDir ??
           defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
         hostEnv,
+        ...(installHosts.length > 0 ? { installHosts } : {}),
         ...((options.npmRegistry ?? settings.npmRegistry)
           ? { registry: options.npmRegistry ?? settings.npmRegistry }
           : {}),
@@ -315,6 +320,8 @@ export interface SpawnExtras {
   readonly install?: boolean;
   /** A `--setup` step: like an install step, but in the session's own home. */
   readonly setup?: boolean;
+  /** Also told of this process's proxy decisions (an install step learns what it was refused). */
+  readonly onEvent?: (event: SandboxEvent) => void;
 }
 
 interface Live {
@@ -402,7 +409,8 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
-      install: (argv, binds, network, env) => this.spawn(argv, { network, env }, { binds, install: true }),
+      install: (argv, binds, network, env, onEvent) =>
+        this.spawn(argv, { network, env }, { binds, install: true, onEvent }),
     });
     if (result.bind) this.#extraBinds.push(result.bind);
     if (result.bind && result.package) await this.#writableLayer(result.bind, result.package, options);
@@ -691,9 +699,16 @@ class LocalSandbox implements Sandbox {
 
     let proxy: EgressProxy | undefined;
     if (networked) {
+      const own = extras.onEvent;
+      const onEvent = own
+        ? (event: SandboxEvent) => {
+            spec.onEvent?.(event);
+            own(event);
+          }
+        : spec.onEvent;
       proxy = new EgressProxy({
         grants,
-        ...(spec.onEvent ? { onEvent: spec.onEvent } : {}),
+        ...(onEvent ? { onEvent } : {}),
         ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
       });
       const activeProxy = proxy;
