@@ -20,6 +20,7 @@ import {
   type BackendFactoryOptions,
   type ExecOptions,
   type KillSignal,
+  killAll,
   type Logger,
   type MountSpec,
   type PrepareOptions,
@@ -519,22 +520,21 @@ class LocalSandbox implements Sandbox {
   async #shutdown(): Promise<void> {
     this.#disarmTtl();
     const live = [...this.#live];
+    await killAll(live.map(({ proc }) => proc));
+    await Promise.all(live.map(({ done }) => done));
+    // Whatever the outer processes did (they may be long gone), end every pid namespace this
+    // sandbox started through its init, and check that nothing is left in it.
+    const inits = await Promise.all(this.#inits);
     await Promise.all(
-      live.map(async ({ proc, done }) => {
-        await proc.kill('SIGKILL');
-        await proc.exit;
-        await done;
+      inits.map(async (init) => {
+        const left = init ? await endNamespace(init) : [];
+        if (left.length > 0) {
+          this.#config.logger.warn(
+            `sandbox ${this.id}: killed ${left.length} process(es) left after its init`,
+          );
+        }
       }),
     );
-    // Whatever the outer processes did, end every namespace this sandbox started, and check.
-    const inits = await Promise.all(this.#inits);
-    for (const init of inits) {
-      if (!init) continue;
-      const left = await endNamespace(init);
-      if (left.length > 0) {
-        this.#config.logger.warn(`sandbox ${this.id}: killed ${left.length} process(es) left after its init`);
-      }
-    }
     await removeTree(this.#root);
   }
 }

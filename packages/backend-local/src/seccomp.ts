@@ -139,7 +139,8 @@ const ALLOWED: readonly Entry[] = [
   ['pkey_mprotect', 329, 288],
   ['process_mrelease', 448, 448],
   ['map_shadow_stack', 453, null],
-  // Processes and threads (clone is checked: no new namespaces; clone3 hides its flags in memory, so it gets ENOSYS and libc falls back to clone)
+  // Processes and threads. clone is checked (CHECKED); clone3 keeps its flags in memory the
+  // filter cannot read, so it gets ENOSYS and libc falls back to clone.
   ['fork', 57, null],
   ['vfork', 58, null],
   ['execve', 59, 221],
@@ -270,7 +271,7 @@ const ALLOWED: readonly Entry[] = [
   ['uname', 63, 160],
   ['getrandom', 318, 278],
   ['getcpu', 309, 168],
-  // Sockets (socket and socketpair are checked: families and types below); the rest act on sockets those allowed
+  // Sockets: socket() and socketpair() are checked (CHECKED); these act on what those made.
   ['connect', 42, 203],
   ['accept', 43, 202],
   ['accept4', 288, 242],
@@ -313,7 +314,7 @@ const ALLOWED: readonly Entry[] = [
   ['mq_timedreceive', 243, 183],
   ['mq_notify', 244, 184],
   ['mq_getsetattr', 245, 185],
-  // ioctl: terminals and devices; the sandbox runs in a new session, away from the user's terminal
+  // ioctl: terminals and devices. The sandbox runs in a session of its own, with no terminal.
   ['ioctl', 16, 29],
 ];
 
