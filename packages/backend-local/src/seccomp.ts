@@ -154,7 +154,6 @@ const ALLOWED: readonly Entry[] = [
   ['get_robust_list', 274, 100],
   ['rseq', 334, 293],
   ['arch_prctl', 158, null],
-  ['prctl', 157, 167],
   ['gettid', 186, 178],
   ['getpid', 39, 172],
   ['getppid', 110, 173],
@@ -331,6 +330,10 @@ type Check =
   | { readonly kind: 'socketpair' }
   /** clone(): threads and processes, no new namespaces. */
   | { readonly kind: 'clone' }
+  /** prctl(): PR_SET_PDEATHSIG only to SIGKILL. bwrap's init (pid 1) runs under this filter
+   * too, and a process inside can write code into it through /proc/1/mem: it must not clear
+   * the parent-death signal that ends the sandbox when the host process dies. */
+  | { readonly kind: 'prctl' }
   /** A mode argument without S_ISUID or S_ISGID: no set-id file on an rw mount. */
   | { readonly kind: 'mode'; readonly arg: number }
   /** open and openat: the mode counts only when the flags create a file. */
@@ -345,6 +348,7 @@ const CHECKED: readonly (readonly [
   ['socket', 41, 198, { kind: 'socket' }],
   ['socketpair', 53, 199, { kind: 'socketpair' }],
   ['clone', 56, 220, { kind: 'clone' }],
+  ['prctl', 157, 167, { kind: 'prctl' }],
   ['chmod', 90, null, { kind: 'mode', arg: 1 }],
   ['fchmod', 91, 52, { kind: 'mode', arg: 1 }],
   ['fchmodat', 268, 53, { kind: 'mode', arg: 2 }],
@@ -388,6 +392,8 @@ const IPPROTO_ICMPV6 = 58;
 const NETLINK_ROUTE = 0;
 /** CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET. */
 export const CLONE_NAMESPACES = 0x7e020000;
+export const PR_SET_PDEATHSIG = 1;
+const SIGKILL = 9;
 export const S_ISUID = 0o4000;
 export const S_ISGID = 0o2000;
 /** O_CREAT and __O_TMPFILE, the same on every architecture here. */
@@ -559,6 +565,16 @@ function emitCheck(steps: Step[], check: Check, fresh: (what: string) => string)
       steps.push({ op: 'load', offset: argLow(0) }, { op: 'jset', k: CLONE_NAMESPACES, yes: refuse });
       steps.push({ op: 'ja', to: allow });
       break;
+    case 'prctl': {
+      const pdeathsig = fresh('pdeathsig');
+      steps.push(
+        { op: 'load', offset: argLow(0) },
+        { op: 'jeq', k: PR_SET_PDEATHSIG, yes: pdeathsig, no: allow },
+      );
+      steps.push({ op: 'label', name: pdeathsig }, { op: 'load', offset: argLow(1) });
+      steps.push({ op: 'jeq', k: SIGKILL, yes: allow, no: refuse });
+      break;
+    }
     case 'mode':
       steps.push(
         { op: 'load', offset: argLow(check.arg) },

@@ -14,6 +14,7 @@ import {
   ENOSYS,
   EPERM,
   filterSize,
+  PR_SET_PDEATHSIG,
   runSeccompFilter,
   SECCOMP_RET_ALLOW,
   SECCOMP_RET_ERRNO,
@@ -150,6 +151,14 @@ describe('seccomp filter bytes', () => {
       }
     });
 
+    it(`lets a parent-death signal be set to SIGKILL only, on ${arch}`, () => {
+      const PR_SET_NAME = 15;
+      expect(decide(nr('prctl'), [PR_SET_PDEATHSIG, 9])).toBe(ALLOW);
+      expect(decide(nr('prctl'), [PR_SET_PDEATHSIG, 0])).toBe(REFUSE);
+      expect(decide(nr('prctl'), [PR_SET_PDEATHSIG, 15])).toBe(REFUSE);
+      expect(decide(nr('prctl'), [PR_SET_NAME, 0])).toBe(ALLOW);
+    });
+
     it(`refuses set-id modes, on ${arch}`, () => {
       const modeCalls: [string, number][] = [
         ['fchmod', 1],
@@ -203,6 +212,7 @@ function syscallNumberIsChecked(arch: SeccompArch, number: number): boolean {
     'creat',
     'mknod',
     'mknodat',
+    'prctl',
     'open',
     'openat',
   ];

@@ -7,8 +7,8 @@
  * Fails before the allowlist filter refused ptrace and close() killed the namespace's init: the
  * injection succeeded and the daemon survived, reparented with bwrap's init to the host's init.
  * The control in every case: the daemon was seen running on the host before the session ended.
- * The last two cases do the injection from the host, as if the filter had let it through, so that
- * close() is tested on its own.
+ * The last two cases do the injection from the host with the init's filter suspended, as if the
+ * filter had let it through, so that close() is tested on its own.
  */
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -27,10 +27,11 @@ import {
   waitUntil,
 } from './binary.js';
 
+const IS_ROOT = process.getuid?.() === 0;
 let dir: string;
 let helper: string;
 /** Namespaces and tags of this file's sandboxes: whatever a failed case left is killed after it. */
-const started: { namespace: string; tag: string }[] = [];
+const started: { namespace?: string; tag: string; bridge: Bridge }[] = [];
 
 beforeAll(() => {
   dir = openTempDir('mcpsandbox-teardown-');
@@ -38,8 +39,9 @@ beforeAll(() => {
 });
 
 afterEach(() => {
-  for (const { namespace, tag } of started.splice(0)) {
-    killAllOf([...processesInNamespace(namespace), ...processesWith(`1000.${tag}`)]);
+  for (const { namespace, tag, bridge } of started.splice(0)) {
+    bridge.child.kill('SIGKILL');
+    killAllOf([...(namespace ? processesInNamespace(namespace) : []), ...processesWith(`1000.${tag}`)]);
   }
 });
 
@@ -48,9 +50,11 @@ afterAll(() => {
 });
 
 /** Starts the hostile server and waits until its daemon runs; returns the sandbox's pid namespace. */
-async function startHostile(mode: 'attack' | 'daemon', extraArgs: string[] = []) {
+async function startHostile(mode: 'attack' | 'memattack' | 'daemon', extraArgs: string[] = []) {
   const tag = `${Date.now()}${Math.floor(Math.random() * 1e6)}`;
   const bridge = startBridge([...extraArgs, '--', helper, mode, tag]);
+  const entry: (typeof started)[number] = { tag, bridge };
+  started.push(entry);
   await waitUntil(() => bridge.stderr().includes('daemon:started'), 'the daemon to start');
   let daemon: number | undefined;
   await waitUntil(() => {
@@ -58,7 +62,7 @@ async function startHostile(mode: 'attack' | 'daemon', extraArgs: string[] = [])
     return daemon !== undefined;
   }, 'the daemon on the host (control)');
   const namespace = pidNamespaceOf(daemon as number);
-  if (namespace) started.push({ namespace, tag });
+  if (namespace) entry.namespace = namespace;
   expect(namespace, 'the daemon runs in a pid namespace of its own').toBeDefined();
   expect(namespace).not.toBe(pidNamespaceOf(process.pid));
   return { bridge, tag, namespace: namespace as string };
@@ -101,22 +105,43 @@ describe('a hostile server cannot outlive its session', () => {
     await expectNothingLeft(namespace, tag);
   });
 
-  for (const ending of ['client EOF', 'TTL expiry'] as const) {
-    it(`after a ${ending}, even when the init lost its parent-death signal`, {
-      timeout: 30_000,
-    }, async () => {
-      const { bridge, tag, namespace } = await startHostile(
-        'daemon',
-        ending === 'TTL expiry' ? ['--ttl', '2s'] : [],
-      );
-      const init = namespaceInit(namespace);
-      expect(init, 'the namespace init on the host').toBeDefined();
-      // Control: the injection worked (prctl returned 0 in the init).
-      const injected = await promisify(execFile)(helper, ['inject', String(init)]);
-      expect(injected.stderr).toBe('inject:0\n');
-      if (ending === 'client EOF') bridge.child.stdin.end();
-      expect((await bridge.exit).code).toBe(ending === 'TTL expiry' ? 124 : 0);
+  // Without ptrace, the same injection through /proc/1/mem (x86_64 machine code). Fails before
+  // the filter allowed PR_SET_PDEATHSIG only to SIGKILL (bwrap's init runs under the filter too).
+  it.runIf(process.arch === 'x64')(
+    'after the bridge is killed, even when code was written into the init through /proc/1/mem',
+    { timeout: 30_000 },
+    async () => {
+      const { bridge, tag, namespace } = await startHostile('memattack');
+      // Control: the code was written into pid 1 and ran there.
+      expect(/meminject:(-?\d+)/.exec(bridge.stderr())?.[1], bridge.stderr()).toBe('0');
+      bridge.child.kill('SIGKILL');
+      await bridge.exit;
       await expectNothingLeft(namespace, tag);
-    });
+    },
+  );
+
+  // The filter now refuses the injected prctl in the init too; only root can suspend the filter
+  // from the host (PTRACE_O_SUSPEND_SECCOMP), so these two run as root (as CI does).
+  for (const ending of ['client EOF', 'TTL expiry'] as const) {
+    it.runIf(IS_ROOT)(
+      `after a ${ending}, even when the init lost its parent-death signal`,
+      {
+        timeout: 30_000,
+      },
+      async () => {
+        const { bridge, tag, namespace } = await startHostile(
+          'daemon',
+          ending === 'TTL expiry' ? ['--ttl', '2s'] : [],
+        );
+        const init = namespaceInit(namespace);
+        expect(init, 'the namespace init on the host').toBeDefined();
+        // Control: the injection worked (prctl returned 0 in the init).
+        const injected = await promisify(execFile)(helper, ['inject', String(init)]);
+        expect(injected.stderr).toBe('inject:0\n');
+        if (ending === 'client EOF') bridge.child.stdin.end();
+        expect((await bridge.exit).code).toBe(ending === 'TTL expiry' ? 124 : 0);
+        await expectNothingLeft(namespace, tag);
+      },
+    );
   }
 });
