@@ -9,8 +9,9 @@ export interface NamespaceInit {
   readonly pid: number;
   /** Start time in clock ticks since boot (/proc/<pid>/stat field 22): tells a reused pid apart. */
   readonly startTime: string;
-  /** `pid:[inode]` of the namespace, to look for anything left in it. */
-  readonly namespace: string;
+  /** `pid:[inode]` of the namespace, to look for anything left in it (unreadable when the init
+   * is not ours to inspect, as with a setuid bubblewrap). */
+  readonly namespace?: string;
 }
 
 /**
@@ -19,11 +20,11 @@ export interface NamespaceInit {
  */
 export function identifyInit(pid: number): NamespaceInit | undefined {
   const stat = readStat(pid);
+  // "NSpid: <pid here> … 1": a pid in each namespace from ours down, 1 in its own.
+  const nsPid = readStatusField(pid, 'NSpid')?.split(/\s+/);
+  if (!stat || !nsPid || nsPid.length < 2 || nsPid.at(-1) !== '1') return undefined;
   const namespace = pidNamespace(pid);
-  if (!stat || !namespace || namespace === pidNamespace(process.pid)) return undefined;
-  const nsPid = readStatusField(pid, 'NSpid');
-  if (nsPid?.split(/\s+/).at(-1) !== '1') return undefined;
-  return { pid, startTime: stat.startTime, namespace };
+  return { pid, startTime: stat.startTime, ...(namespace ? { namespace } : {}) };
 }
 
 /** SIGKILLs the init if it is still the same process; returns false when it is gone. */
@@ -48,7 +49,7 @@ export async function endNamespace(init: NamespaceInit, timeoutMs = 5_000): Prom
   while (killInit(init) && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  const left = processesIn(init.namespace);
+  const left = init.namespace ? processesIn(init.namespace) : [];
   for (const pid of left) {
     try {
       process.kill(pid, 'SIGKILL');
