@@ -27,10 +27,15 @@ export function identifyInit(pid: number): NamespaceInit | undefined {
   return { pid, startTime: stat.startTime, ...(namespace ? { namespace } : {}) };
 }
 
+/** True while the init (the same process, not a reused pid) has not exited. */
+function isAlive(init: NamespaceInit): boolean {
+  const stat = readStat(init.pid);
+  return stat !== undefined && stat.startTime === init.startTime && stat.state !== 'Z';
+}
+
 /** SIGKILLs the init if it is still the same process; returns false when it is gone. */
 export function killInit(init: NamespaceInit): boolean {
-  const stat = readStat(init.pid);
-  if (!stat || stat.startTime !== init.startTime || stat.state === 'Z') return false;
+  if (!isAlive(init)) return false;
   try {
     process.kill(init.pid, 'SIGKILL');
   } catch {
@@ -42,9 +47,11 @@ export function killInit(init: NamespaceInit): boolean {
 /**
  * Kills the namespace through its init, waits until the init is dead (the kernel has then
  * killed and reaped the rest), and returns the pids of any process still found in the
- * namespace, each sent SIGKILL too. An empty list is the expected answer.
+ * namespace, each sent SIGKILL too. An empty list is the expected answer. An init already dead
+ * took its namespace with it: nothing to look for then.
  */
 export async function endNamespace(init: NamespaceInit, timeoutMs = 5_000): Promise<number[]> {
+  if (!isAlive(init)) return [];
   const deadline = Date.now() + timeoutMs;
   while (killInit(init) && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 10));
