@@ -453,7 +453,7 @@ class LocalSandbox implements Sandbox {
       if (exited) return;
       if (sig === 'SIGKILL') {
         // Killing the namespace's init makes the kernel kill everything inside; bwrap's own
-        // --die-with-parent is not trusted (a process inside may have ptraced the init).
+        // --die-with-parent is not trusted (code inside may have changed the init).
         tryKill(child.pid as number, 'SIGKILL');
         void init.then((found) => found && killInit(found));
         return;
