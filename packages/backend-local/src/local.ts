@@ -1,6 +1,5 @@
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import {
   chmodSync,
   chownSync,
@@ -25,6 +24,7 @@ import {
   type BackendFactoryOptions,
   type ExecOptions,
   type KillSignal,
+  killAll,
   type Logger,
   type MountSpec,
   type PrepareOptions,
@@ -42,6 +42,7 @@ import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import { unwritableMountWarnings } from './mount-access.js';
+import { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
 import { type NpxCacheOptions, prepareNpx, registryAccess } from './npx.js';
 import { ownFiles } from './own-files.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
@@ -339,6 +340,8 @@ class LocalSandbox implements Sandbox {
   readonly #roots: string[];
   readonly #insideHome: string;
   readonly #live = new Set<Live>();
+  /** The pid-namespace init of every process started, kept after it exits: see #shutdown. */
+  readonly #inits: Promise<NamespaceInit | undefined>[] = [];
   readonly #disarmTtl: () => void;
   readonly #seccomp: Uint8Array;
   /** Binds added by prepare() (the installed package), for every later exec. */
@@ -677,6 +680,8 @@ class LocalSandbox implements Sandbox {
     seccompPipe.end(Buffer.from(this.#seccomp));
 
     const nsInit = readInfoPid(child.stdio[INFO_FD] as NodeJS.ReadableStream);
+    const init = nsInit.then((pid) => (pid === undefined ? undefined : identifyInit(pid)));
+    this.#inits.push(init);
     let exited = false;
     child.once('exit', () => {
       exited = true;
@@ -684,10 +689,10 @@ class LocalSandbox implements Sandbox {
     const signal = (sig: KillSignal) => {
       if (exited) return;
       if (sig === 'SIGKILL') {
-        // bwrap's init dies with bwrap (--die-with-parent), and the kernel then kills the
-        // whole pid namespace: nothing started inside survives.
+        // Killing the namespace's init makes the kernel kill everything inside; bwrap's own
+        // --die-with-parent is not trusted (code inside may have changed the init).
         tryKill(child.pid as number, 'SIGKILL');
-        void nsInit.then((pid) => pid !== undefined && !exited && tryKill(-pid, 'SIGKILL'));
+        void init.then((found) => found && killInit(found));
         return;
       }
       // The sandbox's session: its init ignores SIGTERM from outside, the command gets it.
@@ -759,11 +764,19 @@ class LocalSandbox implements Sandbox {
   async #shutdown(): Promise<void> {
     this.#disarmTtl();
     const live = [...this.#live];
+    await killAll(live.map(({ proc }) => proc));
+    await Promise.all(live.map(({ done }) => done));
+    // Whatever the outer processes did (they may be long gone), end every pid namespace this
+    // sandbox started through its init, and check that nothing is left in it.
+    const inits = await Promise.all(this.#inits);
     await Promise.all(
-      live.map(async ({ proc, done }) => {
-        await proc.kill('SIGKILL');
-        await proc.exit;
-        await done;
+      inits.map(async (init) => {
+        const left = init ? await endNamespace(init) : [];
+        if (left.length > 0) {
+          this.#config.logger.warn(
+            `sandbox ${this.id}: killed ${left.length} process(es) left after its init`,
+          );
+        }
       }),
     );
     removeStateDir(this.#config.stateDir, basename(this.#root), this.#rootId);
@@ -793,19 +806,25 @@ function proxyEnv(port: number): Record<string, string> {
   };
 }
 
-async function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
-  let text = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    text += chunk;
+/** The host pid of bwrap's child (the namespace's init), as soon as bwrap's info fd names it. */
+function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    let text = '';
+    const done = (pid: number | undefined) => {
+      stream.removeAllListeners('data');
+      stream.resume();
+      resolve(pid);
+    };
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+      const pid = /"child-pid"\s*:\s*(\d+)\s*[,}]/.exec(text)?.[1];
+      if (pid !== undefined) done(Number(pid));
+      else if (text.length > 64 * 1024) done(undefined);
+    });
+    stream.once('end', () => done(undefined));
+    stream.once('error', () => done(undefined));
   });
-  try {
-    await once(stream, 'end');
-  } catch {
-    return undefined;
-  }
-  const pid = /"child-pid"\s*:\s*(\d+)/.exec(text)?.[1];
-  return pid === undefined ? undefined : Number(pid);
 }
 
 function tryKill(pid: number, signal: KillSignal): void {
