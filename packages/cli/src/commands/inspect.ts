@@ -1,5 +1,13 @@
 import { PassThrough } from 'node:stream';
-import { createStderrLogger, ExitCode, type FrameHandler, LineFramer, startBridge } from '@mcpsandbox/core';
+import {
+  createStderrLogger,
+  ExitCode,
+  escapeControls,
+  type FrameHandler,
+  jsonForTerminal,
+  LineFramer,
+  startBridge,
+} from '@mcpsandbox/core';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -96,7 +104,8 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
       logger.error(`could not inspect the server: ${(failure as Error)?.message ?? 'it ended'}`);
       return result.exitCode === ExitCode.ok ? ExitCode.sandboxFailure : result.exitCode;
     }
-    io.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+    // Names and descriptions come from the server: shown with their control characters escaped.
+    io.stdout.write(flags.json ? `${jsonForTerminal(report, 2)}\n` : escapeControls(formatReport(report)));
     return ExitCode.ok;
   } catch (error) {
     return reportError(error, logger);
