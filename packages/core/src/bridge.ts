@@ -375,8 +375,7 @@ class Bridge {
    */
   async #toClientChecked(line: Buffer, content: Buffer): Promise<void> {
     const reading = readStrict(content);
-    const text = content.toString();
-    const info = reading.info;
+    const { text, info } = reading;
     if (!info) return this.#drop(text, reading.ambiguity as string, reading);
     if (this.#diverted(info, content, text)) return;
     const whole = line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]);

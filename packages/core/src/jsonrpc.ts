@@ -263,6 +263,8 @@ export const MAX_POLICY_DEPTH = 1000;
 
 /** A message read in full and checked to have one reading only, for a policy to act on. */
 export interface StrictReading {
+  /** The line decoded (invalid UTF-8 replaced), to trace or divert without decoding it twice. */
+  readonly text: string;
   /** The message, when every client reads it the same way. */
   readonly info?: MessageInfo;
   /** Why it may read differently to different clients, if it may. */
@@ -286,14 +288,14 @@ export function readStrict(content: Buffer, maxDepth = MAX_POLICY_DEPTH): Strict
   try {
     value = JSON.parse(text);
   } catch {
-    return { info: { kind: 'invalid' }, idTexts: [], mayAnswer: false };
+    return { text, info: { kind: 'invalid' }, idTexts: [], mayAnswer: false };
   }
   const problem = isUtf8(content) ? scanForAmbiguity(text, maxDepth) : 'bytes that are not UTF-8';
   const top = topLevelMembers(text).members;
   const idTexts = top.filter((m) => m.key === 'id').map((m) => m.raw);
   const mayAnswer = top.some((m) => m.key === 'result' || m.key === 'error');
   const idRaw = idTexts.at(-1);
-  const base = { idTexts, mayAnswer, ...(idRaw === undefined ? {} : { idRaw }) };
+  const base = { text, idTexts, mayAnswer, ...(idRaw === undefined ? {} : { idRaw }) };
   const ambiguity = problem ?? shapeAmbiguity(value);
   if (ambiguity) return { ambiguity, ...base };
   return { info: classifyValue(value, text), ...base };
