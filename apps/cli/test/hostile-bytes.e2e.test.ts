@@ -100,5 +100,9 @@ describe('the hostile-bytes server through mcp-sandbox run', () => {
     const dropped = records.filter((r) => r.type === 'policy' && r.action === 'dropped');
     expect(dropped.length).toBeGreaterThanOrEqual(entries.length - 4);
     expect(stderr).toContain('further drops are recorded only in the trace');
+    // `mcp-sandbox trace` counts the drops by reason rather than listing thousands of lines.
+    const summary = (await spawnBin(['trace', trace]).result).stdout.toString();
+    expect(summary).toMatch(/policy: dropped \d+ server message\(s\): a response to a request never sent/);
+    expect(summary).toMatch(/policy: dropped 2 server message\(s\): a duplicate key "id"/);
   });
 });

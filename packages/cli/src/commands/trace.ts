@@ -107,6 +107,8 @@ function formatSession(s: SessionSummary): string[] {
     `stdout diverted: ${s.diverted} line(s); stderr: ${s.stderr.lines} line(s), ${bytes(s.stderr.bytes)}`,
   );
   for (const p of s.policy) lines.push(`policy: ${p.action} ${p.tool} (${p.rule})`);
+  for (const [reason, count] of Object.entries(s.dropped))
+    lines.push(`policy: dropped ${count} server message(s): ${reason}`);
   for (const d of s.pinDrift) lines.push(`pin: ${d.tool} ${d.change} since pinned`);
   return lines;
 }
@@ -169,7 +171,7 @@ export function liveLine(record: TraceRecord, pending: Map<string, number>): str
       record.type === 'session-end'
         ? ` ${String(record.reason)}, exit ${String(record.exitCode)}`
         : record.type === 'policy'
-          ? ` ${String(record.action)} ${String(record.tool)}`
+          ? ` ${String(record.action)} ${String(record.tool ?? record.reason)}`
           : '';
     return `${time}   [${record.type}${detail}]`;
   }
