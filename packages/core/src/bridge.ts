@@ -177,10 +177,13 @@ class Bridge {
       }
       let command = this.#o.command;
       if (sandbox.prepare) {
+        // Install output comes from code the server chose: shown with its controls escaped.
+        const escaper = new ControlEscaper();
         command = await sandbox.prepare(command, {
-          stderr: (chunk) => this.#o.errorOutput.write(chunk),
+          stderr: (chunk) => this.#o.errorOutput.write(escaper.write(chunk)),
           signal,
         });
+        this.#write(this.#o.errorOutput, escaper.end());
         if (command !== this.#o.command) this.#trace?.event('prepared', { command });
         if (this.#ending) return;
       }
