@@ -385,9 +385,9 @@ class Bridge {
     let forward = whole;
     if (info.kind === 'response') {
       const idKey = info.idKey as string;
-      const exact =
-        this.#inflight.has(idKey) && (info.idText === reading.idRaw || info.idKey?.startsWith('s:'));
-      if (!exact) {
+      // The same JSON value: `1.0` is request 1 to every client that parses numbers, and past 2^53
+      // the key is the exact text, so a lossy match is not exact.
+      if (!this.#inflight.has(idKey)) {
         const matched = this.#looseMatches(reading.idTexts);
         const reason =
           matched.length > 0
