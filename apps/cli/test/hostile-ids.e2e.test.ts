@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect, traceRecords } from './helpers.js';
+import { connect, line, spawnBin, stdoutMessages, traceRecords, waitFor } from './helpers.js';
 
 // A server that answers tools/list in a way the bridge once misread, and the real SDK client on
 // the other side: whatever the server does, a denied tool must never be listed.
@@ -104,5 +104,30 @@ describe('responses to requests the client has not sent yet (fails before the st
     const { listed, stderr } = await listThrough('never-sent', DENY);
     expect(listed).toEqual({ tools: [{ name: 'greet', description: 'Says hello' }] });
     expect(stderr).toMatch(/dropped a server message .*never sent/);
+  });
+});
+
+describe('a client batch under a policy (fails before: a batched call to a denied tool reached the server)', () => {
+  it('refuses a batch that lists or calls tools, with an error for each of its requests', async () => {
+    const run = spawnBin(
+      ['run', '--backend', 'none', '--env', 'HOSTILE_MODE=honest', ...DENY, '--', process.execPath, HOSTILE],
+      { PATH: process.env.PATH ?? '' },
+    );
+    run.child.stdin.write(
+      line([
+        { jsonrpc: '2.0', id: 5, method: 'tools/list' },
+        { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'admin-reset', arguments: {} } },
+      ]),
+    );
+    await waitFor(() => stdoutMessages(run.stdoutSoFar()).length >= 2, 20_000, 'two answers');
+    run.child.stdin.end();
+    const { stdout, stderr } = await run.result;
+    const answers = stdoutMessages(stdout);
+    expect(answers.map((m) => [m.id, (m.error as { code?: number } | undefined)?.code])).toEqual([
+      [5, -32003],
+      [6, -32003],
+    ]);
+    expect(stdout.toString()).not.toContain('admin-reset');
+    expect(stderr).toContain('refused a batch that lists or calls tools');
   });
 });
