@@ -43,7 +43,10 @@ export interface VmBackendOptions extends BackendFactoryOptions {
    * its own network, pid and user separation. Without it the child is a plain host process.
    */
   readonly hostBackend?: SandboxBackend;
-  /** Default `process`. `in-process` shares the host process (tests, trusted-ish code). */
+  /**
+   * Default `process`. `in-process-trusted` runs apps in the host process: no security boundary
+   * (the backend's isolation is then `none`); for trusted apps and tests.
+   */
   readonly isolation?: Isolation;
   /** CPU budget per entry into the app (a tool call, a timer), in ms. Default 5000. */
   readonly timeoutMs?: number;
@@ -62,7 +65,7 @@ const RAW_BACKPRESSURE_BYTES = 1024 * 1024;
  */
 export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend {
   const settings = options.settings ?? {};
-  const isolation = options.isolation ?? (settings.isolation === 'in-process' ? 'in-process' : 'process');
+  const isolation = options.isolation ?? isolationSetting(settings.isolation);
   const timeoutMs = options.timeoutMs ?? numberSetting(settings.timeout) ?? 5000;
   const memoryLimitMb = options.memoryLimitMb ?? numberSetting(settings.memory) ?? 128;
   const logger = options.logger ?? silentLogger;
@@ -70,11 +73,11 @@ export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend 
   return {
     specificationVersion: SPECIFICATION_VERSION,
     id: 'vm',
-    isolation: 'language',
+    isolation: isolation === 'in-process-trusted' ? 'none' : 'language',
     describe() {
       const where =
-        isolation === 'in-process'
-          ? 'in the host process (no process boundary)'
+        isolation === 'in-process-trusted'
+          ? 'in the host process: not a security boundary, for trusted apps only'
           : options.hostBackend
             ? `in a locked-down Node child inside the ${options.hostBackend.id} sandbox`
             : 'in a locked-down Node child (permission model; no OS sandbox around it: loopback network and signals stay reachable)';
@@ -95,6 +98,14 @@ export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend 
 
 /** The loader's entry point (`--backend @mcpsandbox/vm-sandbox`). */
 export const createBackend = createVmBackend;
+
+function isolationSetting(value: string | undefined): Isolation {
+  if (value === undefined || value === 'process') return 'process';
+  if (value === 'in-process-trusted') return value;
+  throw new UsageError(
+    `vm backend: isolation must be 'process' or 'in-process-trusted' (not a security boundary), not ${JSON.stringify(value)}`,
+  );
+}
 
 function numberSetting(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;

@@ -23,6 +23,8 @@ export interface BootstrapConfig {
   readonly maxLogBytes: number;
   readonly maxMessageBytes: number;
   readonly allowCodeGeneration: boolean;
+  /** In the host's process: take away what lets Node's own machinery run app code with host values. */
+  readonly inProcess: boolean;
 }
 
 export function contextBootstrap(configJson: string, helpers: readonly unknown[]): unknown {
@@ -91,6 +93,16 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
   defineProperty(ErrorCtor, 'prepareStackTrace', { value: undefined, writable: false, configurable: false });
   delete (ErrorCtor as { captureStackTrace?: unknown }).captureStackTrace;
   for (const name of ['SharedArrayBuffer', 'Atomics', 'FinalizationRegistry', 'WeakRef']) delete G[name];
+  if (config.inProcess) {
+    // Node reads symbol keys of unhandled app promises in the host (rejection tracking): without
+    // Proxy no trap runs there. Without the shared symbol registry the app cannot name
+    // `nodejs.util.inspect.custom`, which a host logger's `inspect` would call with its own
+    // `inspect` function. The promise prototype keeps its own prototype.
+    delete G.Proxy;
+    delete (G.Symbol as { for?: unknown }).for;
+    delete (G.Symbol as { keyFor?: unknown }).keyFor;
+    ObjectCtor.preventExtensions(PromiseCtor.prototype);
+  }
 
   // With code generation opted in, import() in generated code would bypass the host's parser
   // check, and Node answers it with host-realm errors. Every way to compile a string goes

@@ -1,6 +1,6 @@
 /**
  * The host side of one vm context: creates it, runs the bootstrap and the app, implements the
- * channel, timers and message pumping. It runs in the host process (isolation `in-process`) or
+ * channel, timers and message pumping. It runs in the host process (isolation `in-process-trusted`) or
  * in the locked-down child (isolation `process`); for the child its source text is sent as part
  * of `node -e`, so it must stay self-contained (no imports, nothing from module scope).
  *
@@ -64,6 +64,8 @@ export interface RuntimeDeps {
   readonly clearTimeout: typeof clearTimeout;
   readonly setImmediate: typeof setImmediate;
   readonly now: () => number;
+  /** Checked before every entry; a reason stops the app (`unsafe-host`). */
+  readonly beforeEntry?: () => string | undefined;
 }
 
 export function createRuntime(
@@ -232,6 +234,11 @@ export function createRuntime(
 
   const enter = (script: VmModule.Script): void => {
     if (dead || context === undefined) return;
+    const unsafe = deps.beforeEntry?.();
+    if (unsafe !== undefined) {
+      die('unsafe-host', unsafe);
+      return;
+    }
     entering = true;
     const started = deps.now();
     try {

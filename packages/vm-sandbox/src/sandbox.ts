@@ -8,6 +8,7 @@ import type { EngineEvent, HostMessage, RuntimeConfig } from './runtime.js';
 import {
   createInProcessSession,
   createProcessSession,
+  detectPromiseTracking,
   type Isolation,
   type Launcher,
   type Session,
@@ -38,7 +39,10 @@ export interface MCPAppSandboxOptions {
    * their source text, so they cannot close over host variables. Use `expose` for host powers.
    */
   readonly globals?: Readonly<Record<string, unknown>>;
-  /** `process` (default): a locked-down child Node process. `in-process`: faster, weaker. */
+  /**
+   * `process` (default): a locked-down child Node process. `in-process-trusted`: the host's own
+   * process, faster and not a security boundary (for code you trust; see the README).
+   */
   readonly isolation?: Isolation;
   /** Heap cap of the child in MiB (process isolation). Default 128. */
   readonly memoryLimitMb?: number;
@@ -140,12 +144,22 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
     const internal = options as InternalSandboxOptions;
     if (typeof options.code !== 'string') throw new UsageError('code must be a string');
     this.isolation = options.isolation ?? 'process';
-    if (this.isolation !== 'process' && this.isolation !== 'in-process') {
-      throw new UsageError(`isolation must be 'process' or 'in-process'`);
+    if ((this.isolation as string) === 'in-process') {
+      throw new UsageError(
+        `isolation 'in-process' is now 'in-process-trusted': it is not a security boundary. Use 'process' for untrusted code`,
+      );
     }
-    if (options.allowCodeGeneration && this.isolation === 'in-process') {
+    if (this.isolation !== 'process' && this.isolation !== 'in-process-trusted') {
+      throw new UsageError(`isolation must be 'process' or 'in-process-trusted'`);
+    }
+    if (options.allowCodeGeneration && this.isolation === 'in-process-trusted') {
       // In-process, code generation would let an import() rejection hand out the host's Function.
       throw new UsageError('allowCodeGeneration needs isolation: "process"');
+    }
+    if (this.isolation === 'in-process-trusted') {
+      const tracking = detectPromiseTracking();
+      if (tracking !== undefined)
+        throw new UsageError(`isolation 'in-process-trusted' refused: ${tracking}. Use 'process'`);
     }
     this.#options = internal;
     this.#logger = options.logger ?? silentLogger;
@@ -251,6 +265,7 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       maxLogBytes,
       maxMessageBytes: this.#limits.maxBytes,
       allowCodeGeneration: options.allowCodeGeneration ?? false,
+      inProcess: this.isolation === 'in-process-trusted',
     };
     return {
       bootstrapSource: bootstrapSource(),

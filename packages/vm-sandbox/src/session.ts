@@ -29,7 +29,12 @@ export interface LaunchedProcess extends SandboxProcess {
 /** Starts the locked-down child from a complete argv (`[node, ...flags, '-e', source]`). */
 export type Launcher = (argv: readonly string[]) => Promise<LaunchedProcess>;
 
-export type Isolation = 'process' | 'in-process';
+/**
+ * `process`: a locked-down child Node process (the default, for untrusted code).
+ * `in-process-trusted`: the host's own process. Not a security boundary: Node's own machinery
+ * (rejection tracking, async hooks, loggers) touches the app's objects. For code you trust.
+ */
+export type Isolation = 'process' | 'in-process-trusted';
 
 export interface SessionOptions {
   readonly runtime: RuntimeConfig;
@@ -79,27 +84,73 @@ export function childArgv(options: {
 }
 
 // ---------------------------------------------------------------------------------------------
-// in-process
+// in-process (trusted)
 
 let inProcessCount = 0;
+
+/**
+ * Says why the host process tracks promises, or undefined. With async hooks or an
+ * AsyncLocalStorage enabled, Node stores its ids and the store (host objects) as own symbol
+ * properties of every promise, those an app creates included: the app would read them. A new
+ * context's promise and its reaction show it; hooks installed with `v8.promiseHooks` leave no
+ * trace and are not detected.
+ */
+export function detectPromiseTracking(): string | undefined {
+  const context = vm.createContext(Object.create(null), { microtaskMode: 'afterEvaluate' });
+  const [promise, derived] = vm.runInContext(
+    '(() => { const p = Promise.resolve(1); return [p, p.then(() => 0)]; })()',
+    context,
+    { timeout: 1000 },
+  ) as [object, object];
+  if (Object.getOwnPropertySymbols(promise).length + Object.getOwnPropertySymbols(derived).length > 0)
+    return 'the host process has async hooks or an AsyncLocalStorage enabled (they attach host objects to every promise)';
+  return undefined;
+}
+
+/** The per-entry check: cheaper, it sees hooks with an init callback and AsyncLocalStorage. */
+function quickPromiseTracking(): string | undefined {
+  return Object.getOwnPropertySymbols(Promise.resolve()).length > 0
+    ? 'the host process enabled async hooks or an AsyncLocalStorage while the app ran'
+    : undefined;
+}
+
+/** Unhandled rejections of in-process apps in one second before they are all stopped. */
+const MAX_REJECTIONS_PER_SECOND = 100;
+const liveInProcess = new Set<(reason: string, message: string) => void>();
+let rejectionWindow = { start: 0, count: 0 };
+
 // Installed while in-process sandboxes exist: Node would otherwise throw an unhandled sandbox
 // rejection as the host's uncaught exception. It never reads the reason. Host promises keep
-// Node's default behaviour (rethrown on a later tick).
+// Node's default behaviour (rethrown on a later tick). Rejections of app promises are counted:
+// each can cost the host a warning when it is handled late, so a flood stops the apps.
 const onUnhandledRejection = (reason: unknown, promise: Promise<unknown>) => {
-  if (
-    Object.getPrototypeOf(promise) === Promise.prototype &&
-    process.listenerCount('unhandledRejection') === 1
-  ) {
-    process.nextTick(() => {
-      throw reason;
-    });
+  if (Object.getPrototypeOf(promise) === Promise.prototype) {
+    if (process.listenerCount('unhandledRejection') === 1) {
+      process.nextTick(() => {
+        throw reason;
+      });
+    }
+    return;
+  }
+  const now = performance.now();
+  if (now - rejectionWindow.start > 1000) rejectionWindow = { start: now, count: 0 };
+  if (++rejectionWindow.count > MAX_REJECTIONS_PER_SECOND) {
+    for (const stop of [...liveInProcess]) {
+      stop('rejections', `more than ${MAX_REJECTIONS_PER_SECOND} unhandled rejections in a second`);
+    }
   }
 };
 
 export function createInProcessSession(options: SessionOptions, listener: SessionListener): Session {
   let runtime: Runtime | undefined;
   let disposed = false;
+  const stop = (reason: string, message: string) => {
+    if (disposed) return;
+    runtime?.dispose();
+    listener({ t: 'crash', reason, message });
+  };
   const release = () => {
+    liveInProcess.delete(stop);
     // Later: Node looks at the rejections of the last entry after the current microtasks, and
     // without a listener it would throw the sandbox's reason (coercing it) in the host.
     setTimeout(() => {
@@ -108,9 +159,22 @@ export function createInProcessSession(options: SessionOptions, listener: Sessio
   };
   return {
     async start() {
+      const tracking = detectPromiseTracking();
+      if (tracking !== undefined) {
+        listener({ t: 'crash', reason: 'unsafe-host', message: `in-process-trusted refused: ${tracking}` });
+        return;
+      }
       if (inProcessCount++ === 0) process.on('unhandledRejection', onUnhandledRejection);
+      liveInProcess.add(stop);
       runtime = createRuntime(
-        { vm, setTimeout, clearTimeout, setImmediate, now: () => performance.now() },
+        {
+          vm,
+          setTimeout,
+          clearTimeout,
+          setImmediate,
+          now: () => performance.now(),
+          beforeEntry: quickPromiseTracking,
+        },
         options.runtime,
         // Host listeners never run inside an entry (no host code with sandbox frames below it).
         (event) =>

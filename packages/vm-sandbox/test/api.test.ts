@@ -10,7 +10,7 @@ import {
   permissionFlag,
 } from '../src/index.js';
 
-const MODES: readonly Isolation[] = ['process', 'in-process'];
+const MODES: readonly Isolation[] = ['process', 'in-process-trusted'];
 
 function record(sandbox: MCPAppSandbox) {
   const events: string[] = [];
@@ -188,7 +188,7 @@ describe('unhandled rejections in-process', () => {
     for (const listener of others) process.off('unhandledRejection', listener);
     try {
       const sandbox = new MCPAppSandbox({
-        isolation: 'in-process',
+        isolation: 'in-process-trusted',
         code: `
           const reason = { toString() { console.log('COERCED ON THE HOST'); return 'x'; } };
           Promise.reject(reason);
@@ -210,7 +210,7 @@ describe('MCPAppSandbox options', () => {
     expect(() => sandbox.expose('console', () => 1)).toThrow();
     expect(() => sandbox.expose('not a name', () => 1)).toThrow();
     expect(
-      () => new MCPAppSandbox({ code: '', isolation: 'in-process', allowCodeGeneration: true }),
+      () => new MCPAppSandbox({ code: '', isolation: 'in-process-trusted', allowCodeGeneration: true }),
     ).toThrow();
   });
 

@@ -559,7 +559,7 @@ describe('attack suite', () => {
 
   for (const payload of PAYLOADS) {
     describe(`${payload.category}: ${payload.name}`, () => {
-      for (const isolation of payload.modes ?? (['process', 'in-process'] as const)) {
+      for (const isolation of payload.modes ?? (['process', 'in-process-trusted'] as const)) {
         it(`is defended (${isolation})`, async () => {
           assertDefended(payload, await runHardened(payload, isolation, false));
         });

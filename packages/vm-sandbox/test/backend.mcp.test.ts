@@ -66,7 +66,7 @@ async function connect(
   return { client, proc, transport, sandbox };
 }
 
-describe.each(['process', 'in-process'] as const)('vm backend serving MCP (%s)', (isolation) => {
+describe.each(['process', 'in-process-trusted'] as const)('vm backend serving MCP (%s)', (isolation) => {
   it('serves the example app to the SDK client: tools, resources, prompts, env as data', async () => {
     const { client, proc, transport } = await connect(isolation, ['node', HELLO], { GREETING: 'Howdy' });
     const tools = await client.listTools();
