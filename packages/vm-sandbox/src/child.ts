@@ -7,18 +7,18 @@ import { createRuntime, type RuntimeDeps } from './runtime.js';
  * Node globals. Protocol: JSON lines; the first line from the parent is `{t:'start', ...}`.
  */
 export function childMain(vm: RuntimeDeps['vm'], makeRuntime: typeof createRuntime): void {
+  let runtime: ReturnType<typeof createRuntime> | undefined;
   const write = (message: unknown) => {
     process.stdout.write(`${JSON.stringify(message)}\n`);
   };
   // Never touch the reason: it may be a sandbox object whose getters would run here.
   process.on('unhandledRejection', () => {
-    write({ t: 'error', name: 'Error', message: 'unhandled promise rejection' });
+    runtime?.appError('Error', 'unhandled promise rejection');
   });
   process.on('uncaughtException', () => {
     write({ t: 'crash', reason: 'internal', message: 'uncaught exception in the sandbox process' });
     process.exit(70);
   });
-  let runtime: ReturnType<typeof createRuntime> | undefined;
   let buffered = '';
   const onLine = (line: string) => {
     let message: { t?: unknown; config?: unknown; heartbeatMs?: unknown };

@@ -20,8 +20,8 @@ export interface BootstrapConfig {
   readonly api: 'app' | 'mcp' | 'raw';
   readonly env: Readonly<Record<string, string>>;
   readonly argv: readonly string[];
-  readonly maxLogBytes: number;
   readonly maxMessageBytes: number;
+  readonly maxCallsInFlight: number;
   readonly allowCodeGeneration: boolean;
   /** In the host's process: take away what lets Node's own machinery run app code with host values. */
   readonly inProcess: boolean;
@@ -165,7 +165,6 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
   };
 
   // console: everything is formatted to one string in here; only that string crosses.
-  let logBytes = 0;
   let logStopped = false;
   const format = (value: unknown, depth: number): string => {
     if (typeof value === 'string') return depth === 0 ? value : jsonStringify(value);
@@ -189,9 +188,8 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
       const parts: string[] = [];
       for (const arg of args) apply(arrayPush, parts, [format(arg, 0)]);
       const text = apply(arrayJoin, parts, [' ']) as string;
-      logBytes += text.length;
-      if (logBytes > config.maxLogBytes) logStopped = true;
-      send('log', level, text);
+      // The host counts lines and text; once it refuses one, logging stops here too.
+      if (send('log', level, text) !== 0) logStopped = true;
     };
   const consoleObject = create(null) as Record<string, unknown>;
   for (const level of ['log', 'info', 'warn', 'error', 'debug']) consoleObject[level] = makeLogger(level);
@@ -207,6 +205,10 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
         return;
       }
       const id = send(kind, name, payload);
+      if (id === -2) {
+        reject(new ErrorCtor(`too many calls in flight (${config.maxCallsInFlight}): await some first`));
+        return;
+      }
       if (typeof id !== 'number' || id < 0) {
         reject(new ErrorCtor('the host refused the call'));
         return;
@@ -275,8 +277,11 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
     const register = (kind: string, key: string, meta: Record<string, unknown>, handler: unknown) => {
       if (typeof key !== 'string' || key === '') throw new TypeErrorCtor(`${kind} needs a name`);
       if (typeof handler !== 'function') throw new TypeErrorCtor(`${kind} ${key} needs a handler function`);
+      const answer = send('register', kind, jsonStringify(meta));
+      if (answer === -2)
+        throw new ErrorCtor(`too many registrations, or their metadata is too large: ${kind} ${key} refused`);
+      if (answer !== 0) throw new TypeErrorCtor(`${kind} ${key}: invalid metadata`);
       set(handlers, `${kind}:${key}`, handler as (...a: unknown[]) => unknown);
-      send('register', kind, jsonStringify(meta));
     };
     const mcp = {
       env,

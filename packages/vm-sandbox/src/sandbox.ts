@@ -3,6 +3,7 @@ import { type Logger, type SandboxBackend, silentLogger, UsageError } from '@mcp
 import { bootstrapSource } from './child.js';
 import type { BootstrapConfig } from './context-bootstrap.js';
 import { type CopyLimits, describeHostError, parseUntrusted, serializeForSandbox } from './copy.js';
+import { type Budgets, DEFAULT_BUDGETS, EventGate } from './gate.js';
 import { prepareApp, prepareHelper } from './prepare.js';
 import type { EngineEvent, HostMessage, RuntimeConfig } from './runtime.js';
 import {
@@ -48,8 +49,14 @@ export interface MCPAppSandboxOptions {
   readonly memoryLimitMb?: number;
   /** Resident-size cap of the child in MiB, for memory outside the heap. Default heap + 128. */
   readonly maxRssMb?: number;
-  /** Bytes of console output passed on before the rest is dropped. Default 1 MiB. */
+  /** Console text passed on before the rest is dropped (characters). Default 1 MiB. */
   readonly maxLogBytes?: number;
+  /** Console lines passed on before the rest is dropped. Default 10,000. */
+  readonly maxLogEvents?: number;
+  /** App errors (`error` events) passed on before the rest is dropped. Default 1000 (and 1 MiB of text). */
+  readonly maxErrorEvents?: number;
+  /** Calls to exposed functions waiting for their answer; past it a call rejects in the app. Default 64. */
+  readonly maxCallsInFlight?: number;
   /** Largest value (as JSON text) that may cross the boundary. Default 4 MiB. */
   readonly maxMessageBytes?: number;
   /** Deepest nesting of a value that crosses. Default 64. */
@@ -76,6 +83,7 @@ export interface InternalSandboxOptions extends MCPAppSandboxOptions {
   readonly onEngineEvent?: (event: EngineEvent) => void;
   /** Keep running after the app goes idle (a server). */
   readonly stayAlive?: boolean;
+  readonly budgets?: Partial<Budgets>;
 }
 
 export interface LogEntry {
@@ -134,6 +142,8 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
   readonly #exposed = new Map<string, ExposedFunction>();
   readonly #limits: CopyLimits;
   readonly #logger: Logger;
+  readonly #budgets: Budgets;
+  #gate: EventGate | undefined;
   #session: Session | undefined;
   #run: Promise<RunResult> | undefined;
   #settle: ((result: RunResult) => void) | undefined;
@@ -164,6 +174,16 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
     this.#options = internal;
     this.#logger = options.logger ?? silentLogger;
     this.#limits = { maxBytes: options.maxMessageBytes ?? 4 * 1024 * 1024, maxDepth: options.maxDepth ?? 64 };
+    this.#budgets = {
+      ...DEFAULT_BUDGETS,
+      ...internal.budgets,
+      ...defined({
+        maxLogBytes: options.maxLogBytes,
+        maxLogEvents: options.maxLogEvents,
+        maxErrorEvents: options.maxErrorEvents,
+        maxCallsInFlight: options.maxCallsInFlight,
+      }),
+    };
   }
 
   /** Makes `fn` callable from the app as a global `name(...)` that returns a promise. */
@@ -194,7 +214,9 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
 
   /** @internal Sends a message into the sandbox (the vm backend's invocations and stdin). */
   deliver(message: HostMessage): void {
-    if (!this.#done) this.#session?.deliver(message);
+    if (this.#done) return;
+    if (message.t === 'result') this.#gate?.settled(message.id);
+    this.#session?.deliver(message);
   }
 
   async #start(): Promise<RunResult> {
@@ -223,6 +245,7 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       nodePath: options.nodePath,
       logger: this.#logger,
     };
+    this.#gate = new EventGate(options.api ?? 'app', new Set(this.#exposed.keys()), this.#budgets);
     const listener = (event: EngineEvent) => this.#onEvent(event);
     this.#session =
       this.isolation === 'process'
@@ -254,7 +277,7 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
         data[key] = value;
       }
     }
-    const maxLogBytes = options.maxLogBytes ?? 1024 * 1024;
+    const budgets = this.#budgets;
     const bootstrap: BootstrapConfig = {
       exposed: [...this.#exposed.keys()],
       globals: serializeForSandbox(data, this.#limits) ?? '{}',
@@ -262,8 +285,8 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       api: options.api ?? 'app',
       env: { ...options.env },
       argv: [...(options.argv ?? [])],
-      maxLogBytes,
       maxMessageBytes: this.#limits.maxBytes,
+      maxCallsInFlight: budgets.maxCallsInFlight,
       allowCodeGeneration: options.allowCodeGeneration ?? false,
       inProcess: this.isolation === 'in-process-trusted',
     };
@@ -276,14 +299,23 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       timeoutMs: options.timeout ?? 2000,
       allowCodeGeneration: options.allowCodeGeneration ?? false,
       allowWasm: options.allowWasm ?? false,
-      maxLogBytes,
       maxMessageBytes: this.#limits.maxBytes,
       maxTimers: 10_000,
+      ...budgets,
     };
   }
 
   #onEvent(event: EngineEvent): void {
     if (this.#done && event.t !== 'crash') return;
+    const verdict = this.#gate?.admit(event);
+    if (verdict !== undefined && !verdict.ok) {
+      this.#finish({
+        status: 'crashed',
+        crash: { reason: 'protocol', message: `the sandbox broke the protocol: ${verdict.why}` },
+      });
+      return;
+    }
+    if (verdict !== undefined && !verdict.pass) return;
     switch (event.t) {
       case 'log':
         this.emit('log', { level: toLevel(event.level), message: event.text });
@@ -296,6 +328,12 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
         break;
       case 'error':
         this.#emitError({ name: event.name, message: event.message });
+        break;
+      case 'error-limit':
+        this.emit('log', {
+          level: 'warn',
+          message: '[vm-sandbox: error limit reached, further app errors dropped]',
+        });
         break;
       case 'call':
         void this.#call(event.id, event.name, event.args);
@@ -322,12 +360,10 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       args = parsed;
       const result = await (fn as (...a: unknown[]) => unknown)(...args);
       const v = serializeForSandbox(result, this.#limits);
-      this.#session?.deliver(
-        v === undefined ? { t: 'result', id, ok: true } : { t: 'result', id, ok: true, v },
-      );
+      this.deliver(v === undefined ? { t: 'result', id, ok: true } : { t: 'result', id, ok: true, v });
       this.emit('api-call', name, args, result);
     } catch (error) {
-      this.#session?.deliver({ t: 'result', id, ok: false, e: describeHostError(error) });
+      this.deliver({ t: 'result', id, ok: false, e: describeHostError(error) });
       this.emit('api-error', name, args, error);
     }
   }
@@ -349,6 +385,10 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
     // A finished or crashed app needs its context or child no more.
     void this.#session?.dispose();
   }
+}
+
+function defined<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 function toLevel(level: string): LogLevel {

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { StringDecoder } from 'node:string_decoder';
 import * as vm from 'node:vm';
 import {
   adaptChildProcess,
@@ -12,6 +11,7 @@ import {
   type SandboxProcess,
 } from '@mcpsandbox/core';
 import { childSource } from './child.js';
+import { LineSplitter } from './lines.js';
 import {
   createRuntime,
   type EngineEvent,
@@ -251,19 +251,13 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
   };
 
   const readStdout = async (stdout: AsyncIterable<Uint8Array>) => {
-    const decoder = new StringDecoder('utf8');
-    const maxLine = options.runtime.maxMessageBytes * 6 + 4096;
-    let buffered = '';
+    const lines = new LineSplitter(options.runtime.maxMessageBytes * 6 + 4096);
+    const onLine = (line: string) => {
+      const event = validateEvent(line);
+      if (event !== undefined) onEvent(event);
+    };
     for await (const chunk of stdout) {
-      buffered += decoder.write(Buffer.from(chunk));
-      let index = buffered.indexOf('\n');
-      while (index >= 0) {
-        const event = validateEvent(buffered.slice(0, index));
-        buffered = buffered.slice(index + 1);
-        if (event !== undefined) onEvent(event);
-        index = buffered.indexOf('\n');
-      }
-      if (buffered.length > maxLine) {
+      if (!lines.push(chunk, onLine)) {
         kill('protocol', 'the sandbox process broke the protocol');
         return;
       }
@@ -391,6 +385,7 @@ function validateEvent(line: string): EngineEvent | { t: 'hb'; rss: number } | u
         ? { t: 'log', level: value.level as string, text: value.text as string }
         : undefined;
     case 'log-limit':
+    case 'error-limit':
     case 'ready':
     case 'idle':
       return { t: value.t };
