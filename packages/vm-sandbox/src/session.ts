@@ -200,6 +200,37 @@ export function createInProcessSession(options: SessionOptions, listener: Sessio
 // process
 
 const HEARTBEAT_MS = 100;
+/** The kernel's cap on the worker's data (RLIMIT_DATA) sits this far above `maxRssMb`. */
+const DATA_LIMIT_HEADROOM_MB = 64;
+
+/**
+ * Starts `argv` under a kernel limit on its private writable memory (RLIMIT_DATA: the V8 heap
+ * and ArrayBuffers alike), set by the shell that then becomes the worker. The RSS watchdog
+ * stops the worker at `maxRssMb`; this limit holds even between its polls.
+ */
+export function withDataLimit(argv: readonly string[], limitMb: number): string[] {
+  const kib = Math.max(64, Math.floor(limitMb)) * 1024;
+  return ['/bin/sh', '-c', 'ulimit -d "$0" && exec "$@"', String(kib), ...argv];
+}
+
+/** Resident size in bytes of `pid` and all its descendants, from /proc. */
+export async function treeRss(pid: number): Promise<number> {
+  let total = 0;
+  const queue = [pid];
+  for (let seen = 0; queue.length > 0 && seen < 64; seen++) {
+    const current = queue.shift() as number;
+    try {
+      const status = await readFile(`/proc/${current}/status`, 'utf8');
+      const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
+      if (match) total += Number(match[1]) * 1024;
+      const children = await readFile(`/proc/${current}/task/${current}/children`, 'utf8');
+      for (const child of children.split(' ')) if (/^\d+$/.test(child)) queue.push(Number(child));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
 
 export function createProcessSession(options: SessionOptions, listener: SessionListener): Session {
   let child: LaunchedProcess | undefined;
@@ -239,8 +270,8 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
   const onEvent = (event: EngineEvent | { t: 'hb'; rss: number }) => {
     lastSeen = performance.now();
     if (event.t === 'hb') {
-      if (child?.pid === undefined && event.rss > rssLimit)
-        kill('memory', 'the sandbox process used too much memory');
+      // What the worker says of itself counts too (the host's /proc view may not reach it).
+      if (event.rss > rssLimit) kill('memory', 'the sandbox process used too much memory');
       return;
     }
     if (event.t === 'crash') {
@@ -274,6 +305,7 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
 
   const watch = (pid: number | undefined) => {
     let lastTick = performance.now();
+    let measuring = false;
     watchdog = setInterval(() => {
       if (ended) return;
       const now = performance.now();
@@ -289,15 +321,19 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
         kill('timeout', `the sandbox process stopped responding for more than ${timeoutMs} ms`);
         return;
       }
-      // ArrayBuffers live outside the V8 heap cap: watch the resident size.
-      if (pid !== undefined) {
-        readFile(`/proc/${pid}/status`, 'utf8').then(
-          (status) => {
-            const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
-            if (match && Number(match[1]) * 1024 > rssLimit)
-              kill('memory', 'the sandbox process used too much memory');
+      // ArrayBuffers live outside the V8 heap cap: watch the resident size of the launched
+      // process and everything under it (inside an OS sandbox the launched process is bwrap,
+      // the worker is its descendant).
+      if (pid !== undefined && !measuring) {
+        measuring = true;
+        void treeRss(pid).then(
+          (rss) => {
+            measuring = false;
+            if (rss > rssLimit) kill('memory', 'the sandbox process used too much memory');
           },
-          () => undefined,
+          () => {
+            measuring = false;
+          },
         );
       }
     }, 50);
@@ -307,11 +343,14 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
   return {
     async start() {
       const nodePath = options.nodePath ?? process.execPath;
-      const argv = childArgv({
-        nodePath,
-        memoryLimitMb: options.memoryLimitMb,
-        allowWasm: options.runtime.allowWasm,
-      });
+      const argv = withDataLimit(
+        childArgv({
+          nodePath,
+          memoryLimitMb: options.memoryLimitMb,
+          allowWasm: options.runtime.allowWasm,
+        }),
+        options.maxRssMb + DATA_LIMIT_HEADROOM_MB,
+      );
       try {
         if (options.hostBackend) {
           hostSandbox = await options.hostBackend.create({
