@@ -104,6 +104,137 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
     ObjectCtor.preventExtensions(PromiseCtor.prototype);
   }
 
+  // Shared WebAssembly memory would bring SharedArrayBuffer back (its `buffer`): with Wasm
+  // allowed, shared memories are refused, from the JS API and inside modules (a module is
+  // checked before it compiles: its memory section and its memory imports).
+  const Wasm = G.WebAssembly as Record<string, unknown> | undefined;
+  if (Wasm !== undefined) {
+    const Uint8 = Uint8Array;
+    const isView = ArrayBuffer.isView;
+    const ArrayBufferCtor = ArrayBuffer;
+    const sliceBuffer = ArrayBuffer.prototype.slice;
+    const refuseShared = () => {
+      throw new TypeErrorCtor('shared WebAssembly memory is not available in this sandbox');
+    };
+    /** A private copy of a module's bytes, checked for shared memories. */
+    const checkedBytes = (source: unknown): Uint8Array => {
+      let bytes: Uint8Array;
+      if (source instanceof ArrayBufferCtor)
+        bytes = new Uint8(apply(sliceBuffer, source, [0]) as ArrayBuffer);
+      else if (isView(source)) {
+        const view = source as ArrayBufferView;
+        bytes = new Uint8(
+          apply(sliceBuffer, view.buffer, [
+            view.byteOffset,
+            view.byteOffset + view.byteLength,
+          ]) as ArrayBuffer,
+        );
+      } else throw new TypeErrorCtor('a WebAssembly module needs an ArrayBuffer or a typed array');
+      let pos = 8;
+      const byte = (): number => {
+        if (pos >= bytes.length) throw new TypeErrorCtor('truncated WebAssembly module');
+        return bytes[pos++] as number;
+      };
+      const leb = (): number => {
+        let result = 0;
+        let shift = 0;
+        for (;;) {
+          const b = byte();
+          result += (b & 0x7f) * 2 ** shift;
+          if ((b & 0x80) === 0) return result;
+          shift += 7;
+          if (shift > 63) throw new TypeErrorCtor('malformed WebAssembly module');
+        }
+      };
+      const limits = (memory: boolean) => {
+        const flags = leb();
+        if (memory && (flags & 2) !== 0) refuseShared();
+        leb();
+        if ((flags & 1) !== 0) leb();
+      };
+      while (pos < bytes.length) {
+        const id = byte();
+        const size = leb();
+        const end = pos + size;
+        if (id === 2 || id === 5) {
+          const count = leb();
+          for (let i = 0; i < count; i++) {
+            if (id === 5) {
+              limits(true);
+              continue;
+            }
+            // Module and field names: a length, then that many bytes.
+            for (let name = 0; name < 2; name++) {
+              const length = leb();
+              pos += length;
+            }
+            const kind = byte();
+            if (kind === 0) leb();
+            else if (kind === 1) {
+              byte();
+              limits(false);
+            } else if (kind === 2) limits(true);
+            else if (kind === 3) {
+              byte();
+              byte();
+            } else if (kind === 4) {
+              byte();
+              leb();
+            } else throw new TypeErrorCtor('malformed WebAssembly module');
+          }
+        }
+        pos = end;
+      }
+      return bytes;
+    };
+    const MemoryCtor = Wasm.Memory as new (descriptor: unknown) => unknown;
+    const ModuleCtor = Wasm.Module as new (bytes: unknown) => unknown;
+    const compile = Wasm.compile as (bytes: unknown) => Promise<unknown>;
+    const instantiate = Wasm.instantiate as (source: unknown, imports?: unknown) => Promise<unknown>;
+    const validate = Wasm.validate as (bytes: unknown) => boolean;
+    const Memory = function Memory(descriptor: unknown) {
+      if (
+        descriptor !== null &&
+        typeof descriptor === 'object' &&
+        (descriptor as { shared?: unknown }).shared
+      )
+        refuseShared();
+      return construct(MemoryCtor, [descriptor]);
+    };
+    const Module = function Module(bytes: unknown) {
+      return construct(ModuleCtor, [checkedBytes(bytes)]);
+    };
+    for (const [ctor, original] of [
+      [Memory, MemoryCtor],
+      [Module, ModuleCtor],
+    ] as const) {
+      defineProperty(ctor, 'prototype', { value: original.prototype, writable: false });
+      defineProperty(original.prototype, 'constructor', { value: ctor, writable: true, configurable: true });
+    }
+    for (const key of ['exports', 'imports', 'customSections']) {
+      define(Module, key, (ModuleCtor as unknown as Record<string, unknown>)[key]);
+    }
+    define(Wasm, 'Memory', Memory);
+    define(Wasm, 'Module', Module);
+    define(Wasm, 'compile', (bytes: unknown) => {
+      try {
+        return compile(checkedBytes(bytes));
+      } catch (error) {
+        return new PromiseCtor((_, reject) => reject(error));
+      }
+    });
+    define(Wasm, 'instantiate', (source: unknown, imports?: unknown) => {
+      try {
+        // A compiled Module went through the check when it was made.
+        return instantiate(source instanceof ModuleCtor ? source : checkedBytes(source), imports);
+      } catch (error) {
+        return new PromiseCtor((_, reject) => reject(error));
+      }
+    });
+    define(Wasm, 'validate', (bytes: unknown) => validate(checkedBytes(bytes)));
+    for (const key of ['compileStreaming', 'instantiateStreaming']) delete Wasm[key];
+  }
+
   // With code generation opted in, import() in generated code would bypass the host's parser
   // check, and Node answers it with host-realm errors. Every way to compile a string goes
   // through a wrapper that refuses any source mentioning `import`.
