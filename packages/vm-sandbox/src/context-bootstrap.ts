@@ -22,6 +22,7 @@ export interface BootstrapConfig {
   readonly argv: readonly string[];
   readonly maxMessageBytes: number;
   readonly maxCallsInFlight: number;
+  readonly maxCallBytesInFlight: number;
   readonly allowCodeGeneration: boolean;
   /** In the host's process: take away what lets Node's own machinery run app code with host values. */
   readonly inProcess: boolean;
@@ -337,7 +338,11 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
       }
       const id = send(kind, name, payload);
       if (id === -2) {
-        reject(new ErrorCtor(`too many calls in flight (${config.maxCallsInFlight}): await some first`));
+        reject(
+          new ErrorCtor(
+            `too many calls in flight (${config.maxCallsInFlight}, or ${config.maxCallBytesInFlight} bytes of arguments): await some first`,
+          ),
+        );
         return;
       }
       if (typeof id !== 'number' || id < 0) {

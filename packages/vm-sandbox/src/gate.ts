@@ -17,6 +17,8 @@ export interface Budgets {
   readonly maxErrorBytes: number;
   /** Calls to exposed host functions waiting for their answer. */
   readonly maxCallsInFlight: number;
+  /** Their arguments (JSON text), together. */
+  readonly maxCallBytesInFlight: number;
   /** Tools, resources and prompts an `mcp` app registers, together. */
   readonly maxRegistrations: number;
   /** Their metadata (JSON text), together. */
@@ -31,6 +33,7 @@ export const DEFAULT_BUDGETS: Budgets = {
   maxErrorEvents: 1000,
   maxErrorBytes: 1024 * 1024,
   maxCallsInFlight: 64,
+  maxCallBytesInFlight: 16 * 1024 * 1024,
   maxRegistrations: 1000,
   maxRegistrationBytes: 4 * 1024 * 1024,
   maxOutBytes: 32 * 1024 * 1024,
@@ -59,7 +62,8 @@ export class EventGate {
   readonly #api: Api;
   readonly #exposed: ReadonlySet<string>;
   readonly #budgets: Budgets;
-  readonly #calls = new Set<number>();
+  readonly #calls = new Map<number, number>();
+  #callBytes = 0;
   readonly #outs = new Map<number, number>();
   #outBytes = 0;
   #logEvents = 0;
@@ -97,7 +101,10 @@ export class EventGate {
         if (!this.#exposed.has(event.name)) return breach('a call of a function that is not exposed');
         if (this.#calls.has(event.id) || this.#outs.has(event.id)) return breach('a call id in use');
         if (this.#calls.size >= b.maxCallsInFlight) return breach('too many calls in flight');
-        this.#calls.add(event.id);
+        if (this.#callBytes + event.args.length > b.maxCallBytesInFlight)
+          return breach('too much call data in flight');
+        this.#calls.set(event.id, event.args.length);
+        this.#callBytes += event.args.length;
         return PASS;
       case 'out':
         if (this.#calls.has(event.id) || this.#outs.has(event.id)) return breach('an output id in use');
@@ -121,6 +128,7 @@ export class EventGate {
 
   /** The host answered call or output `id`. */
   settled(id: number): void {
+    this.#callBytes -= this.#calls.get(id) ?? 0;
     this.#calls.delete(id);
     const size = this.#outs.get(id);
     if (size !== undefined) {

@@ -30,6 +30,7 @@ export interface RuntimeConfig {
   readonly maxErrorEvents: number;
   readonly maxErrorBytes: number;
   readonly maxCallsInFlight: number;
+  readonly maxCallBytesInFlight: number;
   readonly maxRegistrations: number;
   readonly maxRegistrationBytes: number;
   readonly maxOutBytes: number;
@@ -89,7 +90,8 @@ export function createRuntime(
   const timers = new Map<number, { handle: ReturnType<typeof setTimeout>; ms: number; repeat: boolean }>();
   const pendingCalls = new Set<number>();
   // Calls to host functions among them (the rest are outputs).
-  const hostCalls = new Set<number>();
+  const hostCalls = new Map<number, number>();
+  let hostCallBytes = 0;
   // Output the host has not taken yet: an app that writes without awaiting is refused past this.
   const outSizes = new Map<number, number>();
   let outBytes = 0;
@@ -188,13 +190,19 @@ export function createRuntime(
         case 'out': {
           const payload = str(b, config.maxMessageBytes);
           if (payload === undefined) return -1;
-          if (kind === 'call' && hostCalls.size >= config.maxCallsInFlight) return -2;
+          if (
+            kind === 'call' &&
+            (hostCalls.size >= config.maxCallsInFlight ||
+              hostCallBytes + payload.length > config.maxCallBytesInFlight)
+          )
+            return -2;
           const id = nextId++;
           if (kind === 'call') {
             const name = str(a, 256);
             if (name === undefined) return -1;
             pendingCalls.add(id);
-            hostCalls.add(id);
+            hostCalls.set(id, payload.length);
+            hostCallBytes += payload.length;
             emit({ t: 'call', id, name, args: payload });
           } else {
             if (a !== 1 && a !== 2) return -1;
@@ -381,6 +389,7 @@ export function createRuntime(
       if (dead) return;
       if (message.t === 'result') {
         pendingCalls.delete(message.id);
+        hostCallBytes -= hostCalls.get(message.id) ?? 0;
         hostCalls.delete(message.id);
         outBytes -= outSizes.get(message.id) ?? 0;
         outSizes.delete(message.id);

@@ -287,6 +287,7 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       argv: [...(options.argv ?? [])],
       maxMessageBytes: this.#limits.maxBytes,
       maxCallsInFlight: budgets.maxCallsInFlight,
+      maxCallBytesInFlight: budgets.maxCallBytesInFlight,
       allowCodeGeneration: options.allowCodeGeneration ?? false,
       inProcess: this.isolation === 'in-process-trusted',
     };

@@ -136,8 +136,30 @@ describe('calls in flight are capped', () => {
         }),
     );
     expect(started).toBeLessThanOrEqual(64);
-    expect(run.logs[0]).toMatch(/too many calls in flight \(64\)/);
+    expect(run.logs[0]).toMatch(/too many calls in flight \(64, or 16777216 bytes of arguments\)/);
     expect(run.logs[1]).toBe(`refused ${5000 - started}`);
+  });
+
+  it('nor pile up their arguments: 16 MiB of them in flight at most', async () => {
+    let started = 0;
+    const run = await record(
+      {
+        code: `
+          const big = 'x'.repeat(3 * 1024 * 1024);
+          let refused = 0;
+          for (let i = 0; i < 20; i++) slow(big).catch(() => { refused++; });
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          console.log('refused ' + refused);`,
+        timeout: 5000,
+      },
+      (sandbox) =>
+        sandbox.expose('slow', () => {
+          started++;
+          return new Promise((resolve) => setTimeout(resolve, 1000));
+        }),
+    );
+    expect(started).toBe(5);
+    expect(run.logs).toEqual(['refused 15']);
   });
 
   it('a compromised worker cannot pile them up either', async () => {
