@@ -95,13 +95,15 @@ let inProcessCount = 0;
  * context's promise and its reaction show it; hooks installed with `v8.promiseHooks` leave no
  * trace and are not detected.
  */
+let probe: { context: vm.Context; script: vm.Script } | undefined;
+
 export function detectPromiseTracking(): string | undefined {
-  const context = vm.createContext(Object.create(null), { microtaskMode: 'afterEvaluate' });
-  const [promise, derived] = vm.runInContext(
-    '(() => { const p = Promise.resolve(1); return [p, p.then(() => 0)]; })()',
-    context,
-    { timeout: 1000 },
-  ) as [object, object];
+  // One small context for the probe, made once: the answer depends on the hooks of the moment.
+  probe ??= {
+    context: vm.createContext(Object.create(null), { microtaskMode: 'afterEvaluate' }),
+    script: new vm.Script('(() => { const p = Promise.resolve(1); return [p, p.then(() => 0)]; })()'),
+  };
+  const [promise, derived] = probe.script.runInContext(probe.context, { timeout: 1000 }) as [object, object];
   if (Object.getOwnPropertySymbols(promise).length + Object.getOwnPropertySymbols(derived).length > 0)
     return 'the host process has async hooks or an AsyncLocalStorage enabled (they attach host objects to every promise)';
   return undefined;
