@@ -73,6 +73,7 @@ export class EventGate {
   #registrations = 0;
   #registrationBytes = 0;
   #ready = false;
+  readonly #notices = new Set<string>();
 
   constructor(api: Api, exposed: ReadonlySet<string>, budgets: Budgets) {
     this.#api = api;
@@ -117,6 +118,12 @@ export class EventGate {
         return this.#registrations > b.maxRegistrations || this.#registrationBytes > b.maxRegistrationBytes
           ? breach('over the registration budget')
           : PASS;
+      case 'log-limit':
+      case 'error-limit':
+        // Each is sent once; more would be log lines outside the budget.
+        if (this.#notices.has(event.t)) return breach(`a second '${event.t}'`);
+        this.#notices.add(event.t);
+        return PASS;
       case 'ready':
         if (this.#ready) return DROP;
         this.#ready = true;

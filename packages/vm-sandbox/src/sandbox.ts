@@ -26,6 +26,10 @@ export type CrashReason =
   | 'protocol'
   | 'disposed'
   | 'internal'
+  /** In-process: the host enabled async hooks or an AsyncLocalStorage. */
+  | 'unsafe-host'
+  /** In-process: more unhandled rejections than the host's budget. */
+  | 'rejections'
   | (string & {});
 
 export interface MCPAppSandboxOptions {

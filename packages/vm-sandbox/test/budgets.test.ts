@@ -80,6 +80,18 @@ describe('log and error budgets count events and bytes', () => {
 });
 
 describe('the parent validates what the worker may send', () => {
+  it('a compromised worker cannot repeat the log-limit notice (a log line outside the budget)', async () => {
+    const run = await record({
+      code: '',
+      launcher: compromised(`
+        const line = JSON.stringify({ t: 'log-limit' }) + '\\n';
+        process.stdout.write(line.repeat(100000));
+        setInterval(() => {}, 1000);`),
+    });
+    expect(run.logs.length).toBeLessThanOrEqual(1);
+    expect(run.result).toMatchObject({ status: 'crashed', crash: { reason: 'protocol' } });
+  });
+
   it('an mcp app worker cannot send `out` (raw bytes for the MCP stream)', async () => {
     // Fails before: the event reached the backend, which wrote the chunk to the client's stdout.
     const forged = JSON.stringify({
