@@ -210,7 +210,13 @@ const DATA_LIMIT_HEADROOM_MB = 64;
  * and ArrayBuffers alike), set by the shell that then becomes the worker. The RSS watchdog
  * stops the worker at `maxRssMb`; this limit holds even between its polls.
  */
-export function withDataLimit(argv: readonly string[], limitMb: number): string[] {
+export function withDataLimit(
+  argv: readonly string[],
+  limitMb: number,
+  platform = process.platform,
+): string[] {
+  // No POSIX shell or rlimits on Windows: the watchdog alone applies there.
+  if (platform === 'win32') return [...argv];
   const kib = Math.max(64, Math.floor(limitMb)) * 1024;
   return ['/bin/sh', '-c', 'ulimit -d "$0" && exec "$@"', String(kib), ...argv];
 }
