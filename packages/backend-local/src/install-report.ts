@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SandboxEvent } from '@mcpsandbox/core';
+import { escapeControls, type SandboxEvent } from '@mcpsandbox/core';
 import { closeDir, openOwnedDir, writeFileAt } from './host-fs.js';
 
 /** The most of an install's output kept for its log (the tail: where npm says what went wrong). */
@@ -63,12 +63,4 @@ export class InstallReport {
       return undefined;
     }
   }
-}
-
-/** C0 and C1 controls (but tab) shown as `\xNN`: text from a sandbox never drives the terminal. */
-export function escapeControls(text: string): string {
-  return text.replace(
-    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g,
-    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
-  );
 }
