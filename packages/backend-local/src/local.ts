@@ -60,6 +60,7 @@ import {
   SANDBOX_HOME,
   SANDBOX_TMP,
   sandboxPath,
+  systemView,
 } from './view.js';
 
 /** The loopback port inside the sandbox where its granted egress proxy listens. */
@@ -243,10 +244,10 @@ export function checkMounts(mounts: readonly MountSpec[], roots: readonly string
       throw new UsageError(`mount paths must be absolute: ${mount.hostPath} -> ${mount.sandboxPath}`);
     }
     if (!existsSync(mount.hostPath)) throw new UsageError(`mount source does not exist: ${mount.hostPath}`);
-    if (!existsSync(mount.sandboxPath) && !isHidden(mount.sandboxPath, roots)) {
+    // Any absolute target works (see systemView), but not the sandbox's own /, /proc and /dev.
+    if (mount.sandboxPath === '/' || ['/proc', '/dev'].some((place) => isInside(mount.sandboxPath, place))) {
       throw new UsageError(
-        `cannot mount at ${mount.sandboxPath}: it does not exist in the sandbox's read-only view of the system; ` +
-          'choose an existing directory or a path under /tmp, /home, /mnt or /run',
+        `cannot mount at ${mount.sandboxPath}: the sandbox's /, /proc and /dev are its own; choose another path`,
       );
     }
   }
@@ -588,6 +589,11 @@ class LocalSandbox implements Sandbox {
       );
     };
 
+    // Mount targets missing from the system get a place to be made (see systemView).
+    const view = systemView(
+      userBinds.map((bind) => bind.dest),
+      this.#roots,
+    );
     const args = [
       '--unshare-user',
       '--unshare-ipc',
@@ -602,9 +608,7 @@ class LocalSandbox implements Sandbox {
       'ALL',
       '--hostname',
       'mcp-sandbox',
-      '--ro-bind',
-      '/',
-      '/',
+      ...view.args,
       '--dev',
       '/dev',
       // bwrap's /dev is itself an uncapped tmpfs: read-only, with a capped /dev/shm on top.
@@ -628,6 +632,7 @@ class LocalSandbox implements Sandbox {
     for (const bind of userBinds) args.push(...bindArgs(bind));
     // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
     for (const root of tmpfsRoots) args.push('--remount-ro', root);
+    for (const dir of view.readOnly) args.push('--remount-ro', dir);
     args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
     if (options.cwd) args.push('--chdir', options.cwd);
     const target = lookInside
