@@ -1,7 +1,10 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
 // A 1 MiB young generation: the bridge's live heap is a few MB, and V8's default semi-space lets RSS
 // drift up by tens of MB under traffic for no gain in speed (docs/performance.md).
+import { closeInheritedDescriptors } from './inherited-fds.js';
 import { main } from './main.js';
+
+closeInheritedDescriptors();
 
 const code = await main(process.argv.slice(2));
 // Give stdout a moment to flush the last replies, but never wait on a client that stopped reading.

@@ -138,6 +138,9 @@ describe('mcp-sandbox run: the bridge promises, with real processes', () => {
     s.send(INIT);
     await waitFor(() => s.answered(0));
     s.child.stdout.destroy();
+    // The bridge ends the session once its stdout is gone, so these writes may meet a closed pipe:
+    // that EPIPE is the test's, not the bridge's.
+    s.child.stdin.on('error', () => {});
     for (let i = 1; i <= 50; i++) s.send(call(i, 'echo', { text: 'x'.repeat(10_000) }));
     const { result } = await expectCleanEnd(s);
     expect(result.stderr).not.toMatch(/EPIPE|Unhandled|ERR_STREAM/);

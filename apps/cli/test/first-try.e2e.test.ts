@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -30,5 +30,36 @@ describe('first-try problems are named at start, with the fix (local backend)', 
     );
     expect(result.stderr).toContain('To let it write:');
     expect(result.stderr, result.stderr).toContain('DENIED');
+  });
+
+  // Before: refused, "does not exist in the sandbox's read-only view" for any target outside
+  // /tmp, /home, /mnt and /run.
+  it('mounts at any absolute path, creating the mount point in the sandbox only', async () => {
+    const data = join(dir, 'anywhere');
+    mkdirSync(data);
+    writeFileSync(join(data, 'f.txt'), 'found it\n');
+    chmodSync(data, 0o755);
+    for (const target of ['/srv/mcp-sandbox-test/data', '/mcp-sandbox-test-data']) {
+      const result = await spawnBin([
+        'run',
+        '--mount',
+        `${data}:${target}`,
+        '--',
+        'sh',
+        '-c',
+        `cat ${target}/f.txt >&2; touch /x 2>/dev/null || echo ROOT-READ-ONLY >&2; ls /usr/bin/env >&2`,
+      ]).result;
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain('found it');
+      expect(result.stderr).toContain('ROOT-READ-ONLY');
+      expect(result.stderr).toContain('/usr/bin/env');
+      expect(existsSync(target)).toBe(false);
+    }
+  });
+
+  it("still refuses the sandbox's own /, /proc and /dev as targets", async () => {
+    const result = await spawnBin(['run', '--mount', `${dir}:/proc/x`, '--', 'true']).result;
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("the sandbox's /, /proc and /dev are its own");
   });
 });

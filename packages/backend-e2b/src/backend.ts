@@ -108,14 +108,17 @@ function resolveOptions(options: E2BBackendOptions): ResolvedOptions {
     maxMountFiles:
       options.maxMountFiles ?? positive(settings, 'maxMountFiles') ?? DEFAULT_MOUNT_LIMITS.maxFiles,
     maxFrameBytes: options.maxFrameBytes ?? positive(settings, 'maxFrameBytes') ?? DEFAULT_MAX_FRAME_BYTES,
-    installHosts:
-      options.installHosts ??
-      (settings.installHosts === undefined
-        ? [NPM_REGISTRY_HOST]
-        : settings.installHosts
-            .split(',')
-            .map((host) => host.trim())
-            .filter(Boolean)),
+    installHosts: [
+      ...(options.installHosts ??
+        (settings.installHosts === undefined
+          ? [NPM_REGISTRY_HOST]
+          : settings.installHosts
+              .split(',')
+              .map((host) => host.trim())
+              .filter(Boolean))),
+      // `--install-allow-net`: more hosts for the install step, on top of the registry.
+      ...(settings.installAllowNet ?? '').split(',').filter(Boolean),
+    ],
     installTimeoutMs:
       options.installTimeoutMs ?? positive(settings, 'installTimeoutMs') ?? DEFAULT_INSTALL_TIMEOUT_MS,
     logger: options.logger ?? silentLogger,

@@ -1,6 +1,5 @@
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import {
   chmodSync,
   chownSync,
@@ -24,11 +23,13 @@ import {
   type BackendFactoryOptions,
   type ExecOptions,
   type KillSignal,
+  killAll,
   type Logger,
   type MountSpec,
   type PrepareOptions,
   type Sandbox,
   type SandboxBackend,
+  type SandboxEvent,
   SandboxFailureError,
   type SandboxSpec,
   SPECIFICATION_VERSION,
@@ -41,6 +42,7 @@ import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import { unwritableMountWarnings } from './mount-access.js';
+import { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
 import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
 import { type NpxCacheOptions, prepareNpx, registryAccess } from './npx.js';
 import { ownFiles } from './own-files.js';
@@ -61,6 +63,7 @@ import {
   SANDBOX_HOME,
   SANDBOX_TMP,
   sandboxPath,
+  systemView,
 } from './view.js';
 
 /** The loopback port inside the sandbox where its granted egress proxy listens. */
@@ -128,6 +131,9 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
   const settings = options.settings ?? {};
   const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
   const autoMount = settings.autoMount !== 'false';
+  // `--install-allow-net`: hosts the npx install step may reach besides the registry.
+  const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
+  for (const host of installHosts) parseGrant(host);
   const settingSize = (key: string): number | undefined => {
     const value = settings[key];
     if (value === undefined) return undefined;
@@ -205,6 +211,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           settings.npmCacheDir ??
           defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
         hostEnv,
+        ...(installHosts.length > 0 ? { installHosts } : {}),
         ...((options.npmRegistry ?? settings.npmRegistry)
           ? { registry: options.npmRegistry ?? settings.npmRegistry }
           : {}),
@@ -262,10 +269,10 @@ export function checkMounts(mounts: readonly MountSpec[], roots: readonly string
       throw new UsageError(`mount paths must be absolute: ${mount.hostPath} -> ${mount.sandboxPath}`);
     }
     if (!existsSync(mount.hostPath)) throw new UsageError(`mount source does not exist: ${mount.hostPath}`);
-    if (!existsSync(mount.sandboxPath) && !isHidden(mount.sandboxPath, roots)) {
+    // Any absolute target works (see systemView), but not the sandbox's own /, /proc and /dev.
+    if (mount.sandboxPath === '/' || ['/proc', '/dev'].some((place) => isInside(mount.sandboxPath, place))) {
       throw new UsageError(
-        `cannot mount at ${mount.sandboxPath}: it does not exist in the sandbox's read-only view of the system; ` +
-          'choose an existing directory or a path under /tmp, /home, /mnt or /run',
+        `cannot mount at ${mount.sandboxPath}: the sandbox's /, /proc and /dev are its own; choose another path`,
       );
     }
   }
@@ -343,6 +350,8 @@ export interface SpawnExtras {
   readonly install?: boolean;
   /** A `--setup` step: like an install step, but in the session's own home. */
   readonly setup?: boolean;
+  /** Also told of this process's proxy decisions (an install step learns what it was refused). */
+  readonly onEvent?: (event: SandboxEvent) => void;
 }
 
 interface EgressState {
@@ -366,6 +375,8 @@ class LocalSandbox implements Sandbox {
   readonly #roots: string[];
   readonly #insideHome: string;
   readonly #live = new Set<Live>();
+  /** The pid-namespace init of every process started, kept after it exits: see #shutdown. */
+  readonly #inits: Promise<NamespaceInit | undefined>[] = [];
   readonly #disarmTtl: () => void;
   readonly #seccomp: Uint8Array;
   /** Binds added by prepare() (the installed package), for every later exec. */
@@ -438,7 +449,8 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
-      install: (argv, binds, network, env) => this.spawn(argv, { network, env }, { binds, install: true }),
+      install: (argv, binds, network, env, onEvent) =>
+        this.spawn(argv, { network, env }, { binds, install: true, onEvent }),
     });
     if (result.bind) this.#extraBinds.push(result.bind);
     if (result.bind && result.package) await this.#writableLayer(result.bind, result.package, options);
@@ -624,6 +636,11 @@ class LocalSandbox implements Sandbox {
       );
     };
 
+    // Mount targets missing from the system get a place to be made (see systemView).
+    const view = systemView(
+      userBinds.map((bind) => bind.dest),
+      this.#roots,
+    );
     const args = [
       '--unshare-user',
       '--unshare-ipc',
@@ -639,9 +656,7 @@ class LocalSandbox implements Sandbox {
       'ALL',
       '--hostname',
       'mcp-sandbox',
-      '--ro-bind',
-      '/',
-      '/',
+      ...view.args,
       '--dev',
       '/dev',
       // bwrap's /dev is itself an uncapped tmpfs: read-only, with a capped /dev/shm on top.
@@ -665,8 +680,17 @@ class LocalSandbox implements Sandbox {
     for (const bind of userBinds) args.push(...bindArgs(bind));
     // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
     for (const root of tmpfsRoots) args.push('--remount-ro', root);
+    for (const dir of view.readOnly) args.push('--remount-ro', dir);
     // --- egress: the sandbox's own resolver files and, as in the outer layer, its own uid.
     let network: SandboxNetwork | undefined;
+    // An install step's own observer sees the proxy's decisions too.
+    const installObserver = extras.onEvent;
+    const onEvent = installObserver
+      ? (event: SandboxEvent) => {
+          spec.onEvent?.(event);
+          installObserver(event);
+        }
+      : spec.onEvent;
     if (layered) {
       const egress = this.#egressState();
       network = new SandboxNetwork({
@@ -675,7 +699,7 @@ class LocalSandbox implements Sandbox {
         reporter: egress.reporter,
         proxyPort: SANDBOX_PROXY_PORT,
         logger: this.#config.logger,
-        ...(spec.onEvent ? { onEvent: spec.onEvent } : {}),
+        ...(onEvent ? { onEvent } : {}),
         ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
         ...(this.#config.dial ? { dial: this.#config.dial } : {}),
       });
@@ -750,6 +774,8 @@ class LocalSandbox implements Sandbox {
     seccompPipe.end(Buffer.from(this.#seccomp));
 
     const nsInit = readInfoPid(child.stdio[INFO_FD] as NodeJS.ReadableStream);
+    const init = nsInit.then((pid) => (pid === undefined ? undefined : identifyInit(pid)));
+    this.#inits.push(init);
     let exited = false;
     child.once('exit', () => {
       exited = true;
@@ -757,10 +783,10 @@ class LocalSandbox implements Sandbox {
     const signal = (sig: KillSignal) => {
       if (exited) return;
       if (sig === 'SIGKILL') {
-        // bwrap's init dies with bwrap (--die-with-parent), and the kernel then kills the
-        // whole pid namespace: nothing started inside survives.
+        // Killing the namespace's init makes the kernel kill everything inside; bwrap's own
+        // --die-with-parent is not trusted (code inside may have changed the init).
         tryKill(child.pid as number, 'SIGKILL');
-        void nsInit.then((pid) => pid !== undefined && !exited && tryKill(-pid, 'SIGKILL'));
+        void init.then((found) => found && killInit(found));
         return;
       }
       // The sandbox's session: its init ignores SIGTERM from outside, the command gets it.
@@ -842,11 +868,19 @@ class LocalSandbox implements Sandbox {
   async #shutdown(): Promise<void> {
     this.#disarmTtl();
     const live = [...this.#live];
+    await killAll(live.map(({ proc }) => proc));
+    await Promise.all(live.map(({ done }) => done));
+    // Whatever the outer processes did (they may be long gone), end every pid namespace this
+    // sandbox started through its init, and check that nothing is left in it.
+    const inits = await Promise.all(this.#inits);
     await Promise.all(
-      live.map(async ({ proc, done }) => {
-        await proc.kill('SIGKILL');
-        await proc.exit;
-        await done;
+      inits.map(async (init) => {
+        const left = init ? await endNamespace(init) : [];
+        if (left.length > 0) {
+          this.#config.logger.warn(
+            `sandbox ${this.id}: killed ${left.length} process(es) left after its init`,
+          );
+        }
       }),
     );
     removeStateDir(this.#config.stateDir, basename(this.#root), this.#rootId);
@@ -867,19 +901,25 @@ function proxyEnv(port: number): Record<string, string> {
   };
 }
 
-async function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
-  let text = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    text += chunk;
+/** The host pid of bwrap's child (the namespace's init), as soon as bwrap's info fd names it. */
+function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    let text = '';
+    const done = (pid: number | undefined) => {
+      stream.removeAllListeners('data');
+      stream.resume();
+      resolve(pid);
+    };
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+      const pid = /"child-pid"\s*:\s*(\d+)\s*[,}]/.exec(text)?.[1];
+      if (pid !== undefined) done(Number(pid));
+      else if (text.length > 64 * 1024) done(undefined);
+    });
+    stream.once('end', () => done(undefined));
+    stream.once('error', () => done(undefined));
   });
-  try {
-    await once(stream, 'end');
-  } catch {
-    return undefined;
-  }
-  const pid = /"child-pid"\s*:\s*(\d+)/.exec(text)?.[1];
-  return pid === undefined ? undefined : Number(pid);
 }
 
 function tryKill(pid: number, signal: KillSignal): void {

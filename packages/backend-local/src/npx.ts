@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import {
   type NetworkSpec,
   type PrepareOptions,
@@ -24,6 +24,7 @@ import {
   sealTree,
   writeFileAt,
 } from './host-fs.js';
+import { InstallReport } from './install-report.js';
 import type { Bind } from './view.js';
 
 export const DEFAULT_NPM_REGISTRY = 'https://registry.npmjs.org/';
@@ -37,6 +38,10 @@ export interface NpxCacheOptions {
   readonly hostEnv: Readonly<Record<string, string | undefined>>;
   /** Registry URL; default: the host's `npm config get registry`. */
   readonly registry?: string;
+  /** More hosts the install step may reach (`--install-allow-net`), for packages that download at install. */
+  readonly installHosts?: readonly string[];
+  /** Where the output of a failed install is kept for the user (default: `logs` next to the cache root). */
+  readonly logDir?: string;
 }
 
 export interface NpxCommand {
@@ -108,6 +113,7 @@ export interface NpxDeps {
     binds: readonly Bind[],
     network: NetworkSpec,
     env: Readonly<Record<string, string>>,
+    onEvent: (event: SandboxEvent) => void,
   ) => Promise<SpawnedProcess>;
 }
 
@@ -265,13 +271,16 @@ async function install(
       if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
     }
     const env: Record<string, string> = extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {};
-    const proc = await deps.install(argv, binds, { allow: [grant] }, env);
+    const report = new InstallReport();
+    const extra = deps.cache.installHosts ?? [];
+    const proc = await deps.install(argv, binds, { allow: [grant, ...extra] }, env, (event) =>
+      report.event(event),
+    );
     void proc.closeStdin();
-    let tail = '';
     const forward = async (stream: AsyncIterable<Uint8Array>) => {
       for await (const chunk of stream) {
         options.stderr(chunk);
-        tail = (tail + Buffer.from(chunk).toString()).slice(-2000);
+        report.output(chunk);
       }
     };
     const abort = () => void proc.kill('SIGKILL');
@@ -279,13 +288,7 @@ async function install(
     const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
     options.signal?.removeEventListener('abort', abort);
     options.signal?.throwIfAborted();
-    if (status.code !== 0) {
-      throw new SetupFailedError(
-        `installing ${spec} failed (npm exited ${status.code ?? status.signal}); ` +
-          `the install may reach ${grant} only${tail ? `. npm said: ${lastLines(tail, 5)}` : ''}`,
-        status.code,
-      );
-    }
+    if (status.code !== 0) throw installFailure(spec, grant, status, report, deps.cache);
     // Take the tree over before reading it: as root it becomes ours, so no process of the
     // sandbox's uid can change it any more; in every case setuid bits and g/o write go.
     sealTree(prefix, {
@@ -513,6 +516,27 @@ function askNpm(hostEnv: Readonly<Record<string, string | undefined>>): Promise<
   });
 }
 
-function lastLines(text: string, count: number): string {
-  return text.trim().split('\n').slice(-count).join(' / ');
+/** npm's own words, the hosts the install was refused (with the flag that grants them), and the log. */
+function installFailure(
+  spec: string,
+  grant: string,
+  status: { readonly code: number | null; readonly signal: string | null },
+  report: InstallReport,
+  cache: NpxCacheOptions,
+): SetupFailedError {
+  const lines = [`installing ${spec} failed (npm exited ${status.code ?? status.signal})`];
+  const said = report.npmSaid();
+  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
+  const refused = report.refusedHosts;
+  if (refused.length > 0) {
+    const flags = refused.map((hostPort) => `--install-allow-net ${hostPort.replace(/:443$/, '')}`).join(' ');
+    lines.push(
+      `its install scripts tried ${refused.join(', ')}, which the install step may not reach (only ${[grant, ...(cache.installHosts ?? [])].join(', ')}); ` +
+        `if the package downloads what it needs at install time, grant it for the install only: ${flags}`,
+    );
+  }
+  const name = `install-${spec.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80)}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`;
+  const log = report.saveLog(cache.logDir ?? join(dirname(cache.cacheRoot), 'logs'), name);
+  if (log) lines.push(`the whole install output: ${log}`);
+  return new SetupFailedError(lines.join('\n'), status.code);
 }

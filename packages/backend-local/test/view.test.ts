@@ -107,15 +107,15 @@ describe('the sandbox view', () => {
     }
   });
 
-  it('refuses mounts bwrap could not make, before anything starts', async () => {
+  it("refuses mounts it could not make (no source, the sandbox's own /proc), before anything starts", async () => {
     const backend = createLocalBackend();
     const spec = { sessionId: 'mounts', env: {}, ttlMs: 30_000 };
     await expect(
       backend.create({
         ...spec,
-        mounts: [{ hostPath: prefix, sandboxPath: '/no-such-dir-here', mode: 'ro' }],
+        mounts: [{ hostPath: prefix, sandboxPath: '/proc/granted', mode: 'ro' }],
       }),
-    ).rejects.toMatchObject({ code: 'E_USAGE', message: expect.stringContaining('read-only view') });
+    ).rejects.toMatchObject({ code: 'E_USAGE', message: expect.stringContaining('are its own') });
     await expect(
       backend.create({
         ...spec,

@@ -102,6 +102,7 @@ const VALUE_OPTIONS = new Set([
   '--mount',
   '--template',
   '--state',
+  '--install-allow-net',
   '--backend-option',
   '--trace',
   '--max-message-size',
