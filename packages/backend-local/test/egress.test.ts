@@ -19,17 +19,23 @@ const PUBLIC_TEST_ADDRESS = '93.184.216.34';
 const GRANTED = 'api.granted.test';
 const LINE_PORT = 7000;
 
+// A fetch whose connection is closed at once can be dropped by undici without settling; the
+// timer keeps the process alive until every URL has an answer (or none within 15 s).
 const FETCH = String.raw`
 const out = (v) => console.log(JSON.stringify(v));
+const alive = setInterval(() => {}, 1000);
+const settle = (p) => Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error('no answer')), 15000))]);
 (async () => {
   for (const url of process.argv.slice(1)) {
     try {
-      const r = await fetch(url);
+      const r = await settle(fetch(url));
       out({ url, status: r.status, body: await r.text() });
     } catch (e) {
       out({ url, error: e.cause?.code ?? e.code ?? e.message });
     }
   }
+  clearInterval(alive);
+  process.exit(0);
 })();
 `;
 
