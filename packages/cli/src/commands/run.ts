@@ -25,6 +25,7 @@ import {
 } from '@mcpsandbox/core';
 import { type Command, Option } from 'commander';
 import { resolveBackend } from '../backends.js';
+import { WRAP_MARKER } from '../config/servers.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';
 import { reportError } from '../report.js';
@@ -220,6 +221,8 @@ export function registerRunCommand(
       '--kill-grace <duration>',
       `time between SIGTERM and SIGKILL (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.killGraceMs)})`,
     )
+    // wrap's marker for entries whose launcher has a name of the user's choosing; no effect here.
+    .addOption(new Option(WRAP_MARKER, 'marks an entry written by mcp-sandbox wrap').hideHelp())
     .addHelpText(
       'after',
       `
