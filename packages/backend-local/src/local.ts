@@ -19,6 +19,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import {
   armTtl,
   type BackendFactoryOptions,
+  COPY_LIMITS,
   type ExecOptions,
   type KillSignal,
   type Logger,
@@ -33,6 +34,7 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
+import { copyIn } from './copy-in.js';
 import { type NetGrant, parseGrant } from './grants.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import { type NpxCacheOptions, prepareNpx } from './npx.js';
@@ -146,7 +148,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           ? { registry: options.npmRegistry ?? settings.npmRegistry }
           : {}),
       };
-      return new LocalSandbox({
+      const sandbox = new LocalSandbox({
         spec,
         info: found,
         grants,
@@ -158,6 +160,13 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         logger,
         ...(options.resolve ? { resolve: options.resolve } : {}),
       });
+      try {
+        await sandbox.stageCopies();
+      } catch (error) {
+        await sandbox.close();
+        throw error;
+      }
+      return sandbox;
     },
   };
 }
@@ -235,6 +244,8 @@ class LocalSandbox implements Sandbox {
   readonly #seccomp: Uint8Array;
   /** Binds added by prepare() (the installed package), for every later exec. */
   readonly #extraBinds: Bind[] = [];
+  /** Host copies of `copy` mounts, by their index in the spec. */
+  readonly #copies = new Map<number, string>();
   #staged = 0;
   #closing: Promise<void> | undefined;
 
@@ -257,6 +268,27 @@ class LocalSandbox implements Sandbox {
       for (const dir of [this.#root, this.#home, this.#tmp]) chownSync(dir, runAs.uid, runAs.gid);
     }
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
+  }
+
+  /**
+   * `copy` mounts: a private copy of each under this sandbox's directory, before any process of
+   * the sandbox exists; bound read-write, removed with the rest on close.
+   */
+  async stageCopies(): Promise<void> {
+    const { spec, info } = this.#config;
+    for (const [index, mount] of (spec.mounts ?? []).entries()) {
+      if (mount.mode !== 'copy') continue;
+      const copies = join(this.#root, 'copies');
+      mkdirSync(copies, { recursive: true, mode: 0o700 });
+      if (info.runAs) chownSync(copies, info.runAs.uid, info.runAs.gid);
+      const dest = join(copies, String(index));
+      const copied = await copyIn(mount.hostPath, dest, {
+        limits: COPY_LIMITS,
+        ...(info.runAs ? { owner: info.runAs } : {}),
+      });
+      this.#copies.set(index, dest);
+      spec.onEvent?.({ type: 'copied-in', sandboxPath: mount.sandboxPath, ...copied });
+    }
   }
 
   /** Host directory holding this sandbox's private home and tmp (removed on close). */
@@ -318,11 +350,13 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
-    const userBinds: Bind[] = (spec.mounts ?? []).map((m) => ({
-      source: m.hostPath,
-      dest: m.sandboxPath,
-      mode: m.mode,
-    }));
+    const userBinds: Bind[] = (spec.mounts ?? []).map((m, index): Bind => {
+      if (m.mode !== 'copy') return { source: m.hostPath, dest: m.sandboxPath, mode: m.mode };
+      // Never the original: a copy mount the host did not stage is an error, not a live bind.
+      const copy = this.#copies.get(index);
+      if (copy === undefined) throw new SandboxFailureError('copy mount not staged', { code: 'E_COPY' });
+      return { source: copy, dest: m.sandboxPath, mode: 'rw' };
+    });
 
     const env: Record<string, string> = {
       PATH: sandboxPath(pathDirs, hostEnv.PATH, this.#roots),

@@ -18,6 +18,7 @@ export {
 export {
   type BackendFactoryOptions,
   type BackendModule,
+  COPY_LIMITS,
   type CreateOptions,
   type ExecOptions,
   type ExitStatus,

@@ -11,6 +11,7 @@ describe('@mcpsandbox/core public exports', () => {
         "BackendUnavailableError",
         "BackendVersionError",
         "BridgeErrorCode",
+        "COPY_LIMITS",
         "DEBUG_ENV",
         "DEFAULT_MAX_LINE_BYTES",
         "DEFAULT_SHUTDOWN_TIMING",

@@ -6,6 +6,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Command } from 'commander';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
+import { sandboxOutput } from '../sandbox-output.js';
 import { addRunOptions, announce, planRun, type RunFlags } from './run.js';
 
 interface InspectFlags extends RunFlags {
@@ -44,16 +45,23 @@ export function registerInspectCommand(
       'after',
       '\nExample:\n  mcp-sandbox inspect -- npx -y @modelcontextprotocol/server-everything',
     )
-    .action(async (command: string[], flags: InspectFlags) => {
-      setExitCode(await inspectAction(command, flags, options));
+    .action(async (command: string[], flags: InspectFlags, cmd: Command) => {
+      setExitCode(
+        await inspectAction(command, flags, options, cmd.getOptionValueSource('backend') === 'cli'),
+      );
     });
 }
 
-async function inspectAction(command: string[], flags: InspectFlags, options: CliOptions): Promise<number> {
+async function inspectAction(
+  command: string[],
+  flags: InspectFlags,
+  options: CliOptions,
+  backendGiven: boolean,
+): Promise<number> {
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
   try {
-    const plan = await planRun(flags, options, logger);
+    const plan = await planRun(flags, options, logger, backendGiven);
     announce(plan, logger);
     // The same bridge as `run`, with the SDK client on the other end of two in-memory pipes.
     const toServer = new PassThrough();
@@ -66,7 +74,7 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
       secrets: plan.allow.secrets,
       input: toServer,
       output: toClient,
-      errorOutput: io.stderr,
+      errorOutput: sandboxOutput(io.stderr),
       logger,
       timing: { ...plan.timing, exitGraceMs: 200 },
       ...(plan.policy ? { policy: plan.policy } : {}),

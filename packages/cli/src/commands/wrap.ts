@@ -27,6 +27,7 @@ import {
   writePlan,
 } from '../config/operations.js';
 import { parseWrapped, type ServerEntry, WRAP_MARKER } from '../config/servers.js';
+import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
 import { reportError } from '../report.js';
@@ -217,6 +218,10 @@ function runValue(key: string, value: string, options: CliOptions): string {
     case 'mount': {
       const spec = parseMount(value, cwd);
       return `${spec.hostPath}:${spec.sandboxPath}:${spec.mode}`;
+    }
+    case 'fs': {
+      const spec = parseFs(value, cwd);
+      return `${spec.hostPath}:${spec.sandboxPath}`;
     }
     case 'backendOption':
       parseSetting(value);

@@ -106,6 +106,7 @@ const VALUE_OPTIONS = new Set([
   '--setup',
   '--allow-net',
   '--mount',
+  '--fs',
   '--template',
   '--backend-option',
   '--trace',
