@@ -1,4 +1,4 @@
-import type { BackendRegistry } from '@mcpsandbox/cli';
+import { type BackendRegistry, echoTrial } from '@mcpsandbox/cli';
 
 // Each backend's module is loaded only when it is chosen: `run --backend none` does not pay for the
 // e2b SDK at start (tens of MB and hundreds of ms).
@@ -7,6 +7,7 @@ import type { BackendRegistry } from '@mcpsandbox/cli';
 export const builtInBackends: BackendRegistry = {
   local: {
     summary: 'OS sandbox on this machine: Linux namespaces via bubblewrap (default)',
+    ignores: ['--template'],
     create: async (options) => (await import('@mcpsandbox/backend-local')).createLocalBackend(options),
   },
   e2b: {
@@ -15,6 +16,8 @@ export const builtInBackends: BackendRegistry = {
   },
   vm: {
     summary: 'JavaScript MCP apps in a hardened node:vm worker, inside the local OS sandbox when usable',
+    // The worker gets no files and no network of the host's: an app reaches out only through the host.
+    ignores: ['--template', '--mount', '--allow-net'],
     create: async (options) => {
       const [{ createVmBackend }, local] = await Promise.all([
         import('@mcpsandbox/vm-sandbox'),
@@ -30,13 +33,25 @@ export const builtInBackends: BackendRegistry = {
       }
       return createVmBackend({ ...options, hostBackend: local.createLocalBackend(options) });
     },
+    // Runs the conformance probe app in a real worker, wired as `run --backend vm` wires it.
+    probe: async (options) => {
+      const [{ vmProbe }, backend] = await Promise.all([
+        import('@mcpsandbox/vm-sandbox'),
+        builtInBackends.vm?.create(options),
+      ]);
+      if (!backend) throw new Error('the vm backend is not registered');
+      return echoTrial(backend, vmProbe(['echo']));
+    },
   },
   none: {
     summary: 'no sandbox: a plain child process (for trusted servers and measuring)',
+    // The host's own files and network are all reachable anyway.
+    ignores: ['--template', '--mount', '--allow-net'],
     create: async (options) => (await import('@mcpsandbox/backend-local')).createNoneBackend(options),
   },
   fake: {
     summary: 'in-memory fake server, no processes (for tests and examples)',
+    ignores: ['--template', '--mount', '--allow-net'],
     create: async (options) => (await import('@mcpsandbox/backend-fake')).createFakeBackend(options),
   },
 };

@@ -1,7 +1,15 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { FAKE_SERVER, line, spawnBin, stdoutMessages, waitFor } from './helpers.js';
 
+const HELLO_APP = join(
+  dirname(createRequire(import.meta.url).resolve('@mcpsandbox/vm-sandbox')),
+  '..',
+  'examples',
+  'hello-app.js',
+);
 const CUSTOM = fileURLToPath(new URL('./fixtures/custom-backend.mjs', import.meta.url));
 const PING = { jsonrpc: '2.0', id: 1, method: 'ping' };
 
@@ -94,5 +102,44 @@ describe('mcp-sandbox run: setup, custom backends, output discipline', () => {
     expect(result.stdout.toString()).toMatch(/✓ backend local \(default\): usable: bubblewrap \d+\.\d+/);
     expect(result.stdout.toString()).toMatch(/backend e2b/);
     expect(result.code).toBe(0);
+  });
+
+  // Before its probe was wired, doctor said "backend vm: not usable: not checked".
+  it('doctor runs a real trial program in the vm backend, inside the local OS sandbox', async () => {
+    const result = await spawnBin(['doctor']).result;
+    expect(result.stdout.toString()).toMatch(
+      /✓ backend vm: usable: ran a trial program \(\d+ ms\): node:vm context in a locked-down Node child inside the local sandbox/,
+    );
+  });
+
+  // Before, a flag the backend does not use was dropped in silence (`--template base` on local).
+  it('names a flag that does not apply to the chosen backend, and still runs', async () => {
+    const run = spawnBin(['run', '--template', 'base', '--', 'cat']);
+    run.child.stdin.end('{"jsonrpc":"2.0","method":"ping"}\n');
+    const result = await run.result;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(
+      '--template does not apply to backend local: ignored (it applies to: e2b)',
+    );
+    expect(result.stdout.toString()).toBe('{"jsonrpc":"2.0","method":"ping"}\n');
+  });
+
+  it('names --mount and --allow-net as ignored on the vm backend, whose worker gets neither', async () => {
+    const result = await spawnBin([
+      'inspect',
+      '--backend',
+      'vm',
+      '--mount',
+      '.',
+      '--allow-net',
+      'example.com',
+      '--',
+      HELLO_APP,
+    ]).result;
+    expect(result.stderr).toContain(
+      '--mount does not apply to backend vm: ignored (it applies to: local, e2b)',
+    );
+    expect(result.stderr).toContain('--allow-net does not apply to backend vm: ignored');
+    expect(result.stderr).not.toContain('--template');
   });
 });

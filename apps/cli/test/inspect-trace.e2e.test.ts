@@ -48,6 +48,28 @@ describe('mcp-sandbox inspect', () => {
     expect(result.stderr).toContain('could not inspect the server');
     expect(result.stdout.length).toBe(0);
   });
+
+  // Before, `inspect -- cat` printed "Method not found" and exited 125, the code for a sandbox failure.
+  it('says a program that echoes is not an MCP server, with exit 1, in the real OS sandbox', async () => {
+    const result = await spawnBin(['inspect', '--', 'cat']).result;
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('this program did not answer as an MCP server');
+    expect(result.stdout.length).toBe(0);
+  });
+
+  it('gives up on a silent program after --timeout, with exit 1 and the flag named', async () => {
+    const started = Date.now();
+    const result = await spawnBin(['inspect', '--timeout', '1s', '--', 'sleep', '60']).result;
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('no answer to initialize within 1s (--timeout)');
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it('refuses a malformed --timeout before starting anything', async () => {
+    const result = await spawnBin(['inspect', '--timeout', 'soon', '--', 'cat']).result;
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--timeout "soon"');
+  });
 });
 
 describe('mcp-sandbox trace', () => {

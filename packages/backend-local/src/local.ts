@@ -4,18 +4,22 @@ import { once } from 'node:events';
 import {
   chmodSync,
   chownSync,
+  closeSync,
+  constants,
   existsSync,
+  fstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { chmod, readdir, rm } from 'node:fs/promises';
 import type { Server as NetServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { dirname, isAbsolute, join } from 'node:path';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import {
   armTtl,
   type BackendFactoryOptions,
@@ -36,6 +40,7 @@ import {
 import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
 import { copyIn } from './copy-in.js';
 import { type NetGrant, parseGrant } from './grants.js';
+import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import { type NpxCacheOptions, prepareNpx } from './npx.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
@@ -47,6 +52,7 @@ import {
   dedupeBinds,
   hiddenRoots,
   isHidden,
+  isInside,
   locateCommand,
   SANDBOX_HOME,
   SANDBOX_TMP,
@@ -67,6 +73,10 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   /** Process limit when the spec gives none (default 256; threads count too). */
   readonly defaultMaxProcesses?: number;
+  /** Size cap of each process's in-memory `/tmp` (default 512 MiB). */
+  readonly tmpSizeBytes?: number;
+  /** Size cap of each process's in-memory `/dev/shm` (default 256 MiB). */
+  readonly shmSizeBytes?: number;
   /** Replaces the start-up probe (diagnostics and tests). */
   readonly probe?: () => Promise<LocalSandboxInfo>;
   /** Replaces DNS for the egress proxy (tests). */
@@ -74,6 +84,19 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
 }
 
 export const DEFAULT_MAX_PROCESSES = 256;
+/** `/tmp` and `/dev/shm` are tmpfs (memory): these caps bound what a server can pin there. */
+export const DEFAULT_TMP_SIZE = 512 * 2 ** 20;
+export const DEFAULT_SHM_SIZE = 256 * 2 ** 20;
+
+const SIZE_UNITS: Record<string, number> = { '': 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30 };
+
+/** `1048576`, `64M`, `512MiB`, `1G`: binary units. Undefined for anything else. */
+export function parseByteSize(text: string): number | undefined {
+  const match = /^(\d+)\s*([kmg]?)(?:i?b)?$/i.exec(text.trim());
+  if (!match) return undefined;
+  const bytes = Number(match[1]) * (SIZE_UNITS[(match[2] ?? '').toLowerCase()] ?? Number.NaN);
+  return Number.isSafeInteger(bytes) && bytes >= 4096 ? bytes : undefined;
+}
 
 /**
  * The `local` backend: each process runs under bubblewrap in fresh user, mount, pid, ipc, uts
@@ -84,8 +107,21 @@ export const DEFAULT_MAX_PROCESSES = 256;
 export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBackend {
   const logger = options.logger ?? silentLogger;
   const hostEnv = options.hostEnv ?? process.env;
-  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, maxProcesses.
+  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, maxProcesses, tmpSize, shmSize.
   const settings = options.settings ?? {};
+  const settingSize = (key: string): number | undefined => {
+    const value = settings[key];
+    if (value === undefined) return undefined;
+    const bytes = parseByteSize(value);
+    if (bytes === undefined) {
+      throw new UsageError(
+        `backend option ${key} must be a size such as 64M or 1G (at least 4096 bytes), not "${value}"`,
+      );
+    }
+    return bytes;
+  };
+  const tmpSize = options.tmpSizeBytes ?? settingSize('tmpSize') ?? DEFAULT_TMP_SIZE;
+  const shmSize = options.shmSizeBytes ?? settingSize('shmSize') ?? DEFAULT_SHM_SIZE;
   const settingNumber = (key: string): number | undefined => {
     const value = settings[key];
     if (value === undefined) return undefined;
@@ -148,6 +184,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           ? { registry: options.npmRegistry ?? settings.npmRegistry }
           : {}),
       };
+      const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
+      checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot });
       const sandbox = new LocalSandbox({
         spec,
         info: found,
@@ -155,7 +193,9 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         limits,
         hostEnv,
         hostHome: home,
-        stateDir: options.stateDir ?? settings.stateDir ?? tmpdir(),
+        stateDir,
+        tmpSize,
+        shmSize,
         npm,
         logger,
         ...(options.resolve ? { resolve: options.resolve } : {}),
@@ -204,6 +244,45 @@ export function checkMounts(mounts: readonly MountSpec[], roots: readonly string
   }
 }
 
+/**
+ * A writable mount must not reach the host's own bookkeeping: the sandboxes' state directories
+ * (every sandbox's home) and the install cache hold what the host later reads, renames and
+ * removes. Refused: a mount that contains either, or lies inside the cache or a state directory.
+ */
+export function checkMountsSpareHostState(
+  mounts: readonly MountSpec[],
+  places: { readonly stateDir: string; readonly cacheRoot: string },
+): void {
+  const real = (path: string) => {
+    try {
+      return realpathSync(path);
+    } catch {
+      return path;
+    }
+  };
+  const stateDir = real(places.stateDir);
+  const cacheRoot = real(places.cacheRoot);
+  for (const mount of mounts) {
+    if (mount.mode !== 'rw') continue;
+    const source = real(mount.hostPath);
+    const inState =
+      isInside(source, stateDir) &&
+      source.slice(stateDir.length).split('/').filter(Boolean)[0]?.startsWith(STATE_PREFIX) === true;
+    const what =
+      isInside(cacheRoot, source) || isInside(source, cacheRoot)
+        ? `the install cache (${cacheRoot})`
+        : isInside(stateDir, source) || inState
+          ? `the sandboxes' state directory (${stateDir})`
+          : undefined;
+    if (what) {
+      throw new UsageError(
+        `cannot mount ${mount.hostPath} read-write: it overlaps ${what}, which only mcp-sandbox may change; ` +
+          'mount it read-only or choose another directory',
+      );
+    }
+  }
+}
+
 export function parseGrants(allow: readonly string[] | undefined): NetGrant[] {
   return (allow ?? []).map(parseGrant);
 }
@@ -216,6 +295,8 @@ interface SandboxConfig {
   readonly hostEnv: Readonly<Record<string, string | undefined>>;
   readonly hostHome: string;
   readonly stateDir: string;
+  readonly tmpSize: number;
+  readonly shmSize: number;
   readonly npm: NpxCacheOptions;
   readonly logger: Logger;
   readonly resolve?: Resolver;
@@ -224,6 +305,11 @@ interface SandboxConfig {
 /** Internal extras for one exec: install steps bind their cache entry read-write. */
 export interface SpawnExtras {
   readonly binds?: readonly Bind[];
+  /**
+   * An install step: none of the spec's environment or mounts, no earlier cache entry, and a
+   * home of its own (in memory), so that install scripts see nothing of what the server gets.
+   */
+  readonly install?: boolean;
 }
 
 interface Live {
@@ -235,8 +321,9 @@ class LocalSandbox implements Sandbox {
   readonly id = `local-${randomUUID()}`;
   readonly #config: SandboxConfig;
   readonly #root: string;
+  /** What fstat said of #root when it was made: close() removes that directory and no other. */
+  readonly #rootId: { readonly dev: number; readonly ino: number };
   readonly #home: string;
-  readonly #tmp: string;
   readonly #roots: string[];
   readonly #insideHome: string;
   readonly #live = new Set<Live>();
@@ -255,18 +342,30 @@ class LocalSandbox implements Sandbox {
     this.#insideHome = this.#roots.includes('/home') ? SANDBOX_HOME : '/run/sandbox-home';
     this.#seccomp = buildSeccompFilter(config.info.arch);
     sweepAbandoned(config.stateDir);
-    this.#root = mkdtempSync(join(config.stateDir, STATE_PREFIX));
-    // Who owns this directory: a later sandbox removes it if that process died without close().
-    writeFileSync(join(this.#root, OWNER_FILE), String(process.pid));
-    this.#home = join(this.#root, 'home');
-    this.#tmp = join(this.#root, 'tmp');
-    mkdirSync(this.#home, { mode: 0o700 });
-    mkdirSync(this.#tmp, { mode: 0o700 });
-    chmodSync(this.#root, 0o700);
+    // The root stays ours: only home/ inside it is the sandbox's (and the only part on disk;
+    // /tmp and /dev/shm are capped tmpfs that vanish with the sandbox's mount namespace).
+    // As root the sandbox user needs to pass through it (0711) but not to list or change it.
     const runAs = config.info.runAs;
-    if (runAs) {
-      for (const dir of [this.#root, this.#home, this.#tmp]) chownSync(dir, runAs.uid, runAs.gid);
+    this.#root = mkdtempSync(join(config.stateDir, STATE_PREFIX));
+    let root: OpenDir | undefined;
+    try {
+      chmodSync(this.#root, runAs ? 0o711 : 0o700);
+      const state = openDirPlain(config.stateDir);
+      try {
+        root = openDirAt({ fd: state, stat: fstatSync(state) }, basename(this.#root));
+      } finally {
+        closeSync(state);
+      }
+      if (!root) throw new SandboxFailureError(`${this.#root} vanished`, { code: 'E_STATE_DIR' });
+      this.#rootId = { dev: root.stat.dev, ino: root.stat.ino };
+      // Who owns this directory: a later sandbox removes it if this process dies without close().
+      writeFileAt(root, OWNER_FILE, String(process.pid));
+    } finally {
+      closeDir(root);
     }
+    this.#home = join(this.#root, 'home');
+    mkdirSync(this.#home, { mode: 0o700 });
+    if (runAs) chownSync(this.#home, runAs.uid, runAs.gid);
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
   }
 
@@ -306,7 +405,7 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
-      install: (argv, binds, network, env) => this.spawn(argv, { network, env }, { binds }),
+      install: (argv, binds, network, env) => this.spawn(argv, { network, env }, { binds, install: true }),
     });
     if (result.bind) this.#extraBinds.push(result.bind);
     return result.command;
@@ -327,13 +426,19 @@ class LocalSandbox implements Sandbox {
     // What to bind so that the command and node (the relay, `#!/usr/bin/env node`) can start.
     const binds: Bind[] = [];
     const pathDirs: string[] = [];
-    const mounted = [...this.#extraBinds, ...(extras.binds ?? [])];
+    const install = extras.install === true;
+    const mounted = [...(install ? [] : this.#extraBinds), ...(extras.binds ?? [])];
     const insideOnly = mounted.some((bind) => name.startsWith(`${bind.dest}/`));
     const found = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
     if (found === undefined) {
       throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
     }
-    if (!insideOnly) {
+    // A command inside a writable mount was chosen by the sandbox (an earlier session could have
+    // rewritten it): its symlinks and `#!` line must not decide which hidden host paths get bound.
+    const inWritableMount = (install ? [] : (spec.mounts ?? [])).some(
+      (mount) => mount.mode === 'rw' && isInside(found, mount.hostPath),
+    );
+    if (!insideOnly && !inWritableMount) {
       const planned = commandBinds(found, this.#roots);
       binds.push(...planned.binds);
       if (planned.pathDir) pathDirs.push(planned.pathDir);
@@ -350,7 +455,7 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
-    const userBinds: Bind[] = (spec.mounts ?? []).map((m, index): Bind => {
+    const userBinds: Bind[] = (install ? [] : (spec.mounts ?? [])).map((m, index): Bind => {
       if (m.mode !== 'copy') return { source: m.hostPath, dest: m.sandboxPath, mode: m.mode };
       // Never the original: a copy mount the host did not stage is an error, not a live bind.
       const copy = this.#copies.get(index);
@@ -363,7 +468,7 @@ class LocalSandbox implements Sandbox {
       HOME: this.#insideHome,
       TMPDIR: SANDBOX_TMP,
       LANG: hostEnv.LANG || 'C.UTF-8',
-      ...spec.env,
+      ...(install ? {} : spec.env),
       ...options.env,
     };
     if (networked) Object.assign(env, proxyEnv(SANDBOX_PROXY_PORT));
@@ -420,12 +525,23 @@ class LocalSandbox implements Sandbox {
       '/',
       '--dev',
       '/dev',
+      // bwrap's /dev is itself an uncapped tmpfs: read-only, with a capped /dev/shm on top.
+      '--remount-ro',
+      '/dev',
+      '--size',
+      String(this.#config.shmSize),
+      '--tmpfs',
+      '/dev/shm',
       '--proc',
       '/proc',
     ];
     const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
     for (const root of tmpfsRoots) args.push('--tmpfs', root);
-    args.push('--bind', this.#home, this.#insideHome, '--bind', this.#tmp, SANDBOX_TMP);
+    // /tmp lives in memory, capped, per process: nothing of it reaches the host's disk or
+    // outlives the sandbox's mount namespace.
+    args.push('--size', String(this.#config.tmpSize), '--tmpfs', SANDBOX_TMP);
+    if (install) args.push('--size', String(this.#config.tmpSize), '--tmpfs', this.#insideHome);
+    else args.push('--bind', this.#home, this.#insideHome);
     for (const bind of dedupeBinds([...binds, ...mounted])) args.push(...bindArgs(bind));
     for (const bind of userBinds) args.push(...bindArgs(bind));
     // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
@@ -556,7 +672,7 @@ class LocalSandbox implements Sandbox {
         await done;
       }),
     );
-    await removeTree(this.#root);
+    removeStateDir(this.#config.stateDir, basename(this.#root), this.#rootId);
   }
 }
 
@@ -652,24 +768,48 @@ function readHardLimits(): Record<string, number | undefined> {
 const STATE_PREFIX = 'mcp-sandbox-';
 const OWNER_FILE = '.owner-pid';
 
-/** Removes private directories left by host processes that were killed before close(). */
+/** Opens a directory the host configured (the state dir), following it if it is a symlink. */
+function openDirPlain(path: string): number {
+  return openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);
+}
+
+/**
+ * Removes private directories left by host processes that were killed before close(). The
+ * state dir may be shared (the OS temp dir): only directories owned by this user and writable
+ * by no one else are considered, their owner file is read without following links, and the
+ * removal never follows a link the sandbox planted in the home it leaves behind.
+ */
 function sweepAbandoned(stateDir: string): void {
-  let entries: string[];
+  let state: number;
   try {
-    entries = readdirSync(stateDir).filter((name) => name.startsWith(STATE_PREFIX));
+    state = openDirPlain(stateDir);
   } catch {
     return;
   }
-  for (const name of entries) {
-    const dir = join(stateDir, name);
-    let pid: number;
-    try {
-      pid = Number(readFileSync(join(dir, OWNER_FILE), 'utf8'));
-    } catch {
-      continue;
+  try {
+    const parent: OpenDir = { fd: state, stat: fstatSync(state) };
+    const uid = process.getuid?.() ?? 0;
+    for (const name of readdirSync(`/proc/self/fd/${state}`)) {
+      if (!name.startsWith(STATE_PREFIX)) continue;
+      let dir: OpenDir | undefined;
+      try {
+        dir = openDirAt(parent, name);
+        if (!dir || dir.stat.uid !== uid || (dir.stat.mode & 0o022) !== 0) continue;
+        const text = readFileAt(dir, [OWNER_FILE], 32)?.toString('latin1') ?? '';
+        if (!/^[1-9]\d{0,9}$/.test(text)) continue;
+        if (isAlive(Number(text))) continue;
+        const id = { dev: dir.stat.dev, ino: dir.stat.ino };
+        closeDir(dir);
+        dir = undefined;
+        removeAt(parent, name, id);
+      } catch {
+        // not ours, or changed meanwhile: leave it
+      } finally {
+        closeDir(dir);
+      }
     }
-    if (!Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
-    void removeTree(dir);
+  } finally {
+    closeSync(state);
   }
 }
 
@@ -682,19 +822,19 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Removes a sandbox's host directory even when the sandbox left read-only directories in it. */
-async function removeTree(root: string): Promise<void> {
+/** Removes a sandbox's host directory: the one made at create (same inode), nothing it links to. */
+function removeStateDir(stateDir: string, name: string, id: { dev: number; ino: number }): void {
+  let state: number;
   try {
-    await rm(root, { recursive: true, force: true });
-    return;
+    state = openDirPlain(stateDir);
   } catch {
-    // fall through: make everything writable, then retry
+    return;
   }
-  const walk = async (dir: string): Promise<void> => {
-    await chmod(dir, 0o700).catch(() => {});
-    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const entry of entries) if (entry.isDirectory()) await walk(join(dir, entry.name));
-  };
-  await walk(root);
-  await rm(root, { recursive: true, force: true }).catch(() => {});
+  try {
+    removeAt(state, name, id);
+  } catch {
+    // left for the sweep of a later start
+  } finally {
+    closeSync(state);
+  }
 }

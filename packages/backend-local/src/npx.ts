@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync } from 'node:fs';
-import { chmod, lchown, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { fchmodSync, fchownSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   type NetworkSpec,
@@ -11,14 +10,26 @@ import {
   SetupFailedError,
 } from '@mcpsandbox/core';
 import type { SpawnedProcess } from './child-process.js';
+import {
+  at,
+  closeDir,
+  HostFsError,
+  lstatAt,
+  type OpenDir,
+  openDirAt,
+  openOwnedDir,
+  readFileAt,
+  removeAt,
+  renameAt,
+  sealTree,
+  writeFileAt,
+} from './host-fs.js';
 import type { Bind } from './view.js';
 
 export const DEFAULT_NPM_REGISTRY = 'https://registry.npmjs.org/';
 
 /** Where installed packages appear inside the sandbox (under the hidden, empty /run). */
 export const SANDBOX_NPM_ROOT = '/run/mcp-sandbox/npm';
-
-const MARKER = '.mcp-sandbox-install.json';
 
 export interface NpxCacheOptions {
   /** Host directory of the persistent cache, one entry per registry and package spec. */
@@ -54,9 +65,25 @@ export function parseNpxCommand(command: readonly string[]): NpxCommand | undefi
   return { spec, args: args[0] === '--' ? args.slice(1) : args };
 }
 
+/** Cache layout version: part of the key, so that entries of an older layout are never read. */
+const LAYOUT = 'v2';
+
 export function cacheKey(registry: string, spec: string): string {
-  return createHash('sha256').update(`${registry}\n${spec}`).digest('hex').slice(0, 24);
+  return createHash('sha256').update(`${LAYOUT}\n${registry}\n${spec}`).digest('hex').slice(0, 24);
 }
+
+/**
+ * A cache entry, `<cacheRoot>/<key>/`, is a directory only the host ever writes. It holds the
+ * install marker next to the install, never inside it:
+ *
+ *   <key>/install.json   written by the host (what was installed, which binary to run)
+ *   <key>/pkg/           npm's prefix: the only directory the install step may write
+ *
+ * The install happens in `<key>.tmp-…/` (same layout), which moves to `<key>` in one rename.
+ */
+const MARKER = 'install.json';
+const PREFIX = 'pkg';
+const MAX_MANIFEST_BYTES = 4 * 2 ** 20;
 
 interface Installed {
   readonly spec: string;
@@ -69,7 +96,10 @@ export interface NpxDeps {
   readonly cache: NpxCacheOptions;
   readonly runAs: { readonly uid: number; readonly gid: number } | undefined;
   readonly onEvent: ((event: SandboxEvent) => void) | undefined;
-  /** Runs an install step in the sandbox with `binds` and only `network` for egress. */
+  /**
+   * Runs an install step in the sandbox with `binds` and only `network` for egress: no other
+   * environment, no mounts of the spec, no other cache entry.
+   */
   readonly install: (
     argv: readonly string[],
     binds: readonly Bind[],
@@ -82,6 +112,10 @@ export interface NpxDeps {
  * Turns `npx -y pkg args…` into the installed binary: installs `pkg` once, inside the sandbox
  * with egress to the registry alone, into a persistent per-user cache entry; a warm entry is
  * used as is, with no network. The returned bind mounts the entry read-only for later execs.
+ *
+ * Everything below `pkg/` was written by the package's own install scripts: the host reads it
+ * only through no-follow opens relative to directories it created ({@link readFileAt}), and
+ * writes nothing there.
  */
 export async function prepareNpx(
   command: readonly string[],
@@ -97,124 +131,246 @@ export async function prepareNpx(
   const inside = `${SANDBOX_NPM_ROOT}/${key}`;
   const say = (text: string) => options.stderr(Buffer.from(`mcp-sandbox: ${text}\n`));
 
-  let installed = await readMarker(entry);
-  if (installed) {
-    deps.onEvent?.({ type: 'prepare', cache: 'hit', spec: parsed.spec, entry });
-  } else {
-    const registryUrl = new URL(registry);
-    const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
-    const grant = `${registryUrl.hostname}:${port}`;
-    say(`installing ${parsed.spec} from ${registry} into ${entry} (network: ${grant} only)`);
-    deps.onEvent?.({ type: 'prepare', cache: 'miss', spec: parsed.spec, entry, network: [grant] });
-    mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
-    const staging = await mkdtemp(join(deps.cache.cacheRoot, `${key}.tmp-`));
-    try {
-      if (deps.runAs) chownSync(staging, deps.runAs.uid, deps.runAs.gid);
-      const argv = [
-        'npm',
-        'install',
-        '--prefix',
-        inside,
-        '--registry',
-        registry,
-        '--no-audit',
-        '--no-fund',
-        '--no-update-notifier',
-        '--loglevel',
-        'warn',
-        '--fetch-retries',
-        '1',
-        ...(npmConfig.strictSsl ? [] : ['--strict-ssl', 'false']),
-        ...(npmConfig.cafile ? ['--cafile', npmConfig.cafile] : []),
-        parsed.spec,
-      ];
-      // --prefix moves npm's global config out of sight: carry the host's CA trust over explicitly.
-      const extraCa = deps.cache.hostEnv.NODE_EXTRA_CA_CERTS;
-      const binds: Bind[] = [{ source: staging, dest: inside, mode: 'rw' }];
-      for (const file of [npmConfig.cafile, extraCa]) {
-        if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
-      }
-      const env: Record<string, string> = extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {};
-      const proc = await deps.install(argv, binds, { allow: [grant] }, env);
-      void proc.closeStdin();
-      let tail = '';
-      const forward = async (stream: AsyncIterable<Uint8Array>) => {
-        for await (const chunk of stream) {
-          options.stderr(chunk);
-          tail = (tail + Buffer.from(chunk).toString()).slice(-2000);
-        }
-      };
-      const abort = () => void proc.kill('SIGKILL');
-      options.signal?.addEventListener('abort', abort, { once: true });
-      const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
-      options.signal?.removeEventListener('abort', abort);
-      options.signal?.throwIfAborted();
-      if (status.code !== 0) {
-        throw new SetupFailedError(
-          `installing ${parsed.spec} failed (npm exited ${status.code ?? status.signal}); ` +
-            `the install may reach ${grant} only${tail ? `. npm said: ${lastLines(tail, 5)}` : ''}`,
-          status.code,
-        );
-      }
-      installed = await describeInstall(staging, parsed.spec, registry);
-      await writeFile(join(staging, MARKER), `${JSON.stringify(installed)}\n`);
-      if (deps.runAs) {
-        // Installed as nobody; owned by us from now on, so no other nobody process can change it.
-        await chownTree(staging, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
-      }
-      await chmod(staging, 0o755);
-      try {
-        await rename(staging, entry);
-      } catch (error) {
-        // Another session installed the same entry meanwhile: use theirs.
-        if (!(await readMarker(entry))) throw error;
-        await rm(staging, { recursive: true, force: true });
-      }
-    } catch (error) {
-      await rm(staging, { recursive: true, force: true }).catch(() => {});
-      throw error;
+  mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
+  // The cache root must be ours and writable by no one else: every rename below relies on it.
+  const root = openOwnedDir(deps.cache.cacheRoot);
+  try {
+    let installed = readEntry(root, key);
+    if (installed) {
+      deps.onEvent?.({ type: 'prepare', cache: 'hit', spec: parsed.spec, entry });
+    } else {
+      // An entry without a valid marker is a broken one (a crash mid-way is impossible: the
+      // entry appears by rename, marker included). Remove it, without following anything in it.
+      removeAt(root, key);
+      const registryUrl = new URL(registry);
+      const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
+      const grant = `${registryUrl.hostname}:${port}`;
+      say(`installing ${parsed.spec} from ${registry} into ${entry} (network: ${grant} only)`);
+      deps.onEvent?.({ type: 'prepare', cache: 'miss', spec: parsed.spec, entry, network: [grant] });
+      installed = await install(root, key, parsed.spec, registry, grant, npmConfig, options, deps);
+      deps.onEvent?.({ type: 'prepare', cache: 'stored', spec: parsed.spec, entry });
     }
-    deps.onEvent?.({ type: 'prepare', cache: 'stored', spec: parsed.spec, entry });
+    return {
+      command: [`${inside}/node_modules/.bin/${installed.bin}`, ...parsed.args],
+      bind: { source: join(entry, PREFIX), dest: inside, mode: 'ro' },
+    };
+  } finally {
+    closeDir(root);
   }
-  return {
-    command: [`${inside}/node_modules/.bin/${installed.bin}`, ...parsed.args],
-    bind: { source: entry, dest: inside, mode: 'ro' },
-  };
 }
 
-async function readMarker(entry: string): Promise<Installed | undefined> {
+async function install(
+  root: OpenDir,
+  key: string,
+  spec: string,
+  registry: string,
+  grant: string,
+  npmConfig: HostNpmConfig,
+  options: PrepareOptions,
+  deps: NpxDeps,
+): Promise<Installed> {
+  const inside = `${SANDBOX_NPM_ROOT}/${key}`;
+  const cacheRoot = deps.cache.cacheRoot;
+  // mkdtemp relative to the cache root we checked; then opened without following, and checked.
+  const stagingName = basename(mkdtempSync(at(root.fd, `${key}.tmp-`)));
+  let staging: OpenDir | undefined;
+  let prefix: OpenDir | undefined;
   try {
-    const marker = JSON.parse(await readFile(join(entry, MARKER), 'utf8')) as Installed;
-    if (!existsSync(join(entry, 'node_modules', '.bin', marker.bin))) return undefined;
-    return marker;
+    staging = openDirAt(root, stagingName);
+    if (!staging || staging.stat.uid !== (process.getuid?.() ?? 0)) {
+      throw new HostFsError(`the staging directory ${stagingName} is not ours`);
+    }
+    // Reachable (not listable) by the sandbox user, who must get to pkg/ to bind it.
+    fchmodSync(staging.fd, deps.runAs ? 0o711 : 0o700);
+    mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
+    prefix = openDirAt(staging, PREFIX);
+    if (!prefix) throw new HostFsError('the install prefix vanished');
+    if (deps.runAs) fchownSync(prefix.fd, deps.runAs.uid, deps.runAs.gid);
+    const argv = [
+      'npm',
+      'install',
+      '--prefix',
+      inside,
+      '--registry',
+      registry,
+      '--no-audit',
+      '--no-fund',
+      '--no-update-notifier',
+      '--loglevel',
+      'warn',
+      '--fetch-retries',
+      '1',
+      ...(npmConfig.strictSsl ? [] : ['--strict-ssl', 'false']),
+      ...(npmConfig.cafile ? ['--cafile', npmConfig.cafile] : []),
+      spec,
+    ];
+    // --prefix moves npm's global config out of sight: carry the host's CA trust over explicitly.
+    const extraCa = deps.cache.hostEnv.NODE_EXTRA_CA_CERTS;
+    // The only writable bind: this install's own prefix. bwrap resolves the path, whose every
+    // component the host created and only the host can change (the root, the staging dir, pkg).
+    const binds: Bind[] = [{ source: join(cacheRoot, stagingName, PREFIX), dest: inside, mode: 'rw' }];
+    for (const file of [npmConfig.cafile, extraCa]) {
+      if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
+    }
+    const env: Record<string, string> = extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {};
+    const proc = await deps.install(argv, binds, { allow: [grant] }, env);
+    void proc.closeStdin();
+    let tail = '';
+    const forward = async (stream: AsyncIterable<Uint8Array>) => {
+      for await (const chunk of stream) {
+        options.stderr(chunk);
+        tail = (tail + Buffer.from(chunk).toString()).slice(-2000);
+      }
+    };
+    const abort = () => void proc.kill('SIGKILL');
+    options.signal?.addEventListener('abort', abort, { once: true });
+    const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
+    options.signal?.removeEventListener('abort', abort);
+    options.signal?.throwIfAborted();
+    if (status.code !== 0) {
+      throw new SetupFailedError(
+        `installing ${spec} failed (npm exited ${status.code ?? status.signal}); ` +
+          `the install may reach ${grant} only${tail ? `. npm said: ${lastLines(tail, 5)}` : ''}`,
+        status.code,
+      );
+    }
+    // Take the tree over before reading it: as root it becomes ours, so no process of the
+    // sandbox's uid can change it any more; in every case setuid bits and g/o write go.
+    sealTree(prefix, {
+      fromUid: deps.runAs?.uid ?? process.getuid?.() ?? 0,
+      ...(deps.runAs ? { to: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 } } : {}),
+    });
+    fchmodSync(prefix.fd, 0o755);
+    const installed = describeInstall(prefix, spec, registry);
+    // The marker goes next to pkg/, in the staging directory the sandbox never saw.
+    writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
+    fchmodSync(staging.fd, 0o755);
+    try {
+      renameAt(root, stagingName, key);
+    } catch (error) {
+      // Another session installed the same entry meanwhile: use theirs.
+      const theirs = readEntry(root, key);
+      if (!theirs) throw error;
+      removeAt(root, stagingName);
+      return theirs;
+    }
+    return installed;
+  } catch (error) {
+    try {
+      removeAt(root, stagingName);
+    } catch {
+      // best effort: a later install of the same key starts from a fresh staging directory
+    }
+    throw error;
+  } finally {
+    closeDir(prefix);
+    closeDir(staging);
+  }
+}
+
+/** The marker of a complete entry, or undefined. Read relative to the cache root, no symlink followed. */
+function readEntry(root: OpenDir, key: string): Installed | undefined {
+  const entry = openDirAt(root, key);
+  if (!entry) return undefined;
+  try {
+    const text = readFileAt(entry, [MARKER], 64 * 1024);
+    if (!text) return undefined;
+    const marker = parseMarker(text.toString('utf8'));
+    if (!marker) return undefined;
+    const bin = lstatAt(entry, [PREFIX, 'node_modules', '.bin', marker.bin]);
+    return bin ? marker : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    closeDir(entry);
+  }
+}
+
+function parseMarker(text: string): Installed | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
   } catch {
     return undefined;
   }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { spec, registry, name, bin } = value as Record<string, unknown>;
+  if (typeof spec !== 'string' || typeof registry !== 'string') return undefined;
+  if (typeof name !== 'string' || packageNameParts(name) === undefined) return undefined;
+  if (typeof bin !== 'string' || !isBinName(bin)) return undefined;
+  return { spec, registry, name, bin };
 }
 
-/** Finds the installed package and the binary npx would run: its only bin, or the one named after it. */
-async function describeInstall(dir: string, spec: string, registry: string): Promise<Installed> {
-  const manifest = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {
+/** `name` or `@scope/name` as path components; undefined for anything else (`..`, slashes). */
+function packageNameParts(name: string): string[] | undefined {
+  const part = /^[A-Za-z0-9._~-]+$/;
+  const parts = name.startsWith('@')
+    ? [name.slice(0, name.indexOf('/')), name.slice(name.indexOf('/') + 1)]
+    : [name];
+  if (name.startsWith('@') && (!name.includes('/') || !part.test(parts[0]!.slice(1)))) return undefined;
+  const last = parts[parts.length - 1]!;
+  if (!part.test(last) || last === '.' || last === '..' || name.split('/').length > 2) return undefined;
+  return parts;
+}
+
+function isBinName(bin: string): boolean {
+  return /^[A-Za-z0-9@._+~-]+$/.test(bin) && bin !== '.' && bin !== '..';
+}
+
+/**
+ * Finds the installed package and the binary npx would run: its only bin, or the one named
+ * after it. The manifests were written by the install: read without following links, parsed in
+ * full, and every name taken from them checked before it becomes part of a path.
+ */
+function describeInstall(prefix: OpenDir, spec: string, registry: string): Installed {
+  const manifest = parseJson(readFileAt(prefix, ['package.json'], MAX_MANIFEST_BYTES)) as {
     dependencies?: Record<string, string>;
   };
-  const name = Object.keys(manifest.dependencies ?? {})[0];
-  if (!name) throw new SandboxFailureError(`npm installed nothing for ${spec}`, { code: 'E_PREPARE' });
-  const pkg = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as {
-    bin?: string | Record<string, string>;
-  };
-  const plain = name.startsWith('@') ? name.slice(name.indexOf('/') + 1) : name;
-  let bin: string | undefined;
-  if (typeof pkg.bin === 'string') bin = plain;
-  else if (pkg.bin) {
-    const names = Object.keys(pkg.bin);
-    bin = names.length === 1 ? names[0] : names.find((n) => n === plain);
+  const names = Object.keys(manifest?.dependencies ?? {});
+  const name = names[0];
+  if (!name || names.length !== 1) {
+    throw new SandboxFailureError(`npm did not install exactly one package for ${spec}`, {
+      code: 'E_PREPARE',
+    });
   }
-  if (!bin) {
+  const parts = packageNameParts(name);
+  if (!parts)
+    throw new SandboxFailureError(`npm installed a package with an invalid name for ${spec}`, {
+      code: 'E_PREPARE',
+    });
+  const pkg = parseJson(
+    readFileAt(prefix, ['node_modules', ...parts, 'package.json'], MAX_MANIFEST_BYTES),
+  ) as {
+    bin?: unknown;
+  };
+  const plain = parts[parts.length - 1]!;
+  let bin: string | undefined;
+  if (typeof pkg?.bin === 'string') bin = plain;
+  else if (pkg?.bin && typeof pkg.bin === 'object') {
+    const binNames = Object.keys(pkg.bin);
+    bin = binNames.length === 1 ? binNames[0] : binNames.find((n) => n === plain);
+  }
+  if (!bin || !isBinName(bin)) {
     throw new SandboxFailureError(`${name} has no single binary to run; pass the command explicitly`, {
       code: 'E_PREPARE',
     });
   }
+  if (!lstatAt(prefix, ['node_modules', '.bin', bin])) {
+    throw new SandboxFailureError(`npm did not link the binary ${bin} of ${name}`, { code: 'E_PREPARE' });
+  }
   return { spec, registry, name, bin };
+}
+
+function parseJson(bytes: Buffer | undefined): unknown {
+  if (!bytes) return undefined;
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new SandboxFailureError('the install left a manifest that is not JSON', {
+      code: 'E_PREPARE',
+      cause: error,
+    });
+  }
 }
 
 function normalizeRegistry(registry: string): string {
@@ -267,15 +423,6 @@ function askNpm(hostEnv: Readonly<Record<string, string | undefined>>): Promise<
       },
     );
   });
-}
-
-async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
-  await lchown(dir, uid, gid);
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) await chownTree(path, uid, gid);
-    else await lchown(path, uid, gid);
-  }
 }
 
 function lastLines(text: string, count: number): string {

@@ -8,13 +8,24 @@ import {
   SPECIFICATION_VERSION,
   UsageError,
 } from '@mcpsandbox/core';
+import type { BackendStatus } from './doctor/types.js';
+
+/** Flags of `run` that some backends have no use for. */
+export type BackendScopedFlag = '--template' | '--mount' | '--allow-net';
 
 /** A backend the program knows by name. `apps/cli` wires the built-in ones in. */
 export interface BackendEntry {
   /** One line for `--help`. */
   readonly summary: string;
+  /** Flags this backend does not apply: given anyway, they are named in a warning at start. */
+  readonly ignores?: readonly BackendScopedFlag[];
   /** May load the backend's module on demand, so a binary pays only for the backend it runs. */
   create(options: BackendFactoryOptions): SandboxBackend | Promise<SandboxBackend>;
+  /**
+   * Whether the backend works here, for `doctor` (see `echoTrial`). Without one, doctor calls a
+   * backend that isolates something "not checked".
+   */
+  probe?(options: BackendFactoryOptions): Promise<BackendStatus>;
 }
 
 export type BackendRegistry = Readonly<Record<string, BackendEntry>>;

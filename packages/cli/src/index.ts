@@ -1,4 +1,9 @@
-export { type BackendEntry, type BackendRegistry, resolveBackend } from './backends.js';
+export {
+  type BackendEntry,
+  type BackendRegistry,
+  type BackendScopedFlag,
+  resolveBackend,
+} from './backends.js';
 export { DOCTOR_UNUSABLE_EXIT } from './commands/doctor.js';
 export { addRunOptions, announce, planRun, type RunFlags, type RunPlan } from './commands/run.js';
 export {
@@ -31,6 +36,7 @@ export {
   standardChecks,
 } from './doctor/checks.js';
 export { createSystemDoctorHost, type SystemHostOptions } from './doctor/system.js';
+export { echoTrial } from './doctor/trial.js';
 export type {
   BackendProbe,
   BackendStatus,

@@ -127,7 +127,9 @@ describe('wrap', () => {
     ]);
     expect(result.code).toBe(0);
     expect(result.stderr).toContain('memory: wrapped');
-    expect(result.stderr).toContain('sandboxed-already: skipped (already sandboxed), left alone');
+    expect(result.stderr).toContain(
+      'sandboxed-already: skipped (already sandboxed; wrap --update replaces its run options), left alone',
+    );
     const value = toValue(parseJsonDocument(readFileSync(file, 'utf8'), { comments: false })) as {
       mcpServers: Record<string, { command: string; args?: string[] }>;
     };
@@ -559,5 +561,134 @@ describe('edge cases', () => {
         '"command": "npx",\r\n      "args": ["-y", "mcp-sandbox@1.2.3", "run", "--", "node"]\r\n    }',
       ),
     );
+  });
+});
+
+const entryArgs = (file: string, name: string) =>
+  (
+    toValue(parseJsonDocument(readFileSync(file, 'utf8'), { comments: false })) as {
+      mcpServers: Record<string, { command: string; args: string[] }>;
+    }
+  ).mcpServers[name]?.args ?? [];
+
+describe('wrap carries host paths across', () => {
+  // Before, the wrapped server started with the paths its config names hidden.
+  it('mounts each existing absolute path an entry names, read-only, and leaves missing ones out', async () => {
+    h = sandboxHome();
+    const notes = join(h.root, 'notes');
+    mkdirSync(notes);
+    const file = join(h.project, '.mcp.json');
+    h.put(
+      file,
+      `${JSON.stringify({
+        mcpServers: {
+          tool: { command: 'my-tool', args: ['--root', notes, `--data=${notes}/`, '/no/such/dir', '/'] },
+        },
+      })}\n`,
+    );
+    const result = await h.run(['wrap', '--client', 'claude-code', '--project', '--all']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(`"--mount","${notes}:${notes}:ro"`);
+    const args = entryArgs(file, 'tool');
+    expect(args.filter((a) => a === '--mount')).toHaveLength(1);
+    expect(args).toContain(`${notes}:${notes}:ro`);
+    expect(args.slice(args.indexOf('--'))).toEqual([
+      '--',
+      'my-tool',
+      '--root',
+      notes,
+      `--data=${notes}/`,
+      '/no/such/dir',
+      '/',
+    ]);
+  });
+
+  it('mounts read-write for a known writer (server-filesystem) or with --rw, never twice', async () => {
+    h = sandboxHome();
+    const notes = join(h.root, 'notes');
+    const other = join(h.root, 'other');
+    mkdirSync(notes);
+    mkdirSync(other);
+    const file = join(h.project, '.mcp.json');
+    h.put(
+      file,
+      `${JSON.stringify({
+        mcpServers: {
+          fs: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem@2026.8.31', notes] },
+          tool: { command: 'my-tool', args: [notes, other] },
+        },
+      })}\n`,
+    );
+    expect((await h.run(['wrap', '--client', 'claude-code', '--project', '--server', 'fs'])).code).toBe(0);
+    expect(entryArgs(file, 'fs')).toContain(`${notes}:${notes}:rw`);
+    const result = await h.run([
+      'wrap',
+      '--client',
+      'claude-code',
+      '--project',
+      '--server',
+      'tool',
+      '--rw',
+      '--mount',
+      `${notes}:ro`,
+    ]);
+    expect(result.code).toBe(0);
+    const args = entryArgs(file, 'tool');
+    expect(args.filter((a) => a === '--mount')).toHaveLength(2);
+    expect(args).toContain(`${notes}:${notes}:ro`);
+    expect(args).toContain(`${other}:${other}:rw`);
+  });
+
+  it('adds no mounts for a backend that applies none', async () => {
+    h = sandboxHome();
+    const notes = join(h.root, 'notes');
+    mkdirSync(notes);
+    const file = join(h.project, '.mcp.json');
+    h.put(file, `${JSON.stringify({ mcpServers: { tool: { command: 'my-tool', args: [notes] } } })}\n`);
+    const result = await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--backend', 'vm'], {
+      backends: {
+        vm: { summary: 'no mounts', create: createFakeBackend, ignores: ['--mount'] },
+      },
+      defaultBackend: 'vm',
+    });
+    expect(result.code).toBe(0);
+    expect(entryArgs(file, 'tool')).not.toContain('--mount');
+  });
+});
+
+describe('wrap --update', () => {
+  it('leaves a wrapped entry alone without it, and replaces its run options with it, in the diff', async () => {
+    h = sandboxHome();
+    const notes = join(h.root, 'notes');
+    mkdirSync(notes);
+    const file = join(h.project, '.mcp.json');
+    const original = `{\n  "mcpServers": {\n    "tool": {\n      "command": "npx",\n      "args": [\n        "-y",\n        "mcp-sandbox@1.0.0",\n        "run",\n        "--ttl",\n        "5m",\n        "--",\n        "my-tool",\n        "${notes}"\n      ]\n    }\n  }\n}\n`;
+    h.put(file, original);
+    const plain = await h.run(['wrap', '--client', 'claude-code', '--project', '--all']);
+    expect(plain.stderr).toContain(
+      'tool: skipped (already sandboxed; wrap --update replaces its run options)',
+    );
+    expect(readFileSync(file, 'utf8')).toBe(original);
+
+    const updated = await h.run([
+      'wrap',
+      '--client',
+      'claude-code',
+      '--project',
+      '--all',
+      '--update',
+      '--ttl',
+      '1h',
+    ]);
+    expect(updated.code).toBe(0);
+    expect(updated.stderr).toContain('tool: rewrapped');
+    expect(updated.stderr).toContain('-        "5m",');
+    expect(readFileSync(file, 'utf8')).toBe(
+      `{\n  "mcpServers": {\n    "tool": {\n      "command": "npx",\n      "args": [\n        "-y",\n        "mcp-sandbox@1.2.3",\n        "run",\n        "--ttl",\n        "1h",\n        "--mount",\n        "${notes}:${notes}:ro",\n        "--",\n        "my-tool",\n        "${notes}"\n      ]\n    }\n  }\n}\n`,
+    );
+    // unwrap still finds the original command behind the new options.
+    const unwrapped = await h.run(['unwrap', '--client', 'claude-code', '--project', '--all']);
+    expect(unwrapped.code).toBe(0);
+    expect(entryArgs(file, 'tool')).toEqual([notes]);
   });
 });

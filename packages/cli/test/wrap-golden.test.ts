@@ -97,7 +97,9 @@ describe.each(CASES)('$fixture', (c) => {
     expect(result.stderr).toMatch(
       /: skipped \(remote \(URL\) entry: it runs nowhere on this machine\), left alone/,
     );
-    expect(result.stderr).toMatch(/: skipped \(already sandboxed\), left alone/);
+    expect(result.stderr).toMatch(
+      /: skipped \(already sandboxed; wrap --update replaces its run options\), left alone/,
+    );
   });
 
   it('unwrap after wrap gives back the original bytes', async () => {

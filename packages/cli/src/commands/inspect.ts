@@ -1,5 +1,12 @@
 import { PassThrough } from 'node:stream';
-import { createStderrLogger, ExitCode, type FrameHandler, LineFramer, startBridge } from '@mcpsandbox/core';
+import {
+  createStderrLogger,
+  ExitCode,
+  type FrameHandler,
+  LineFramer,
+  parseDuration,
+  startBridge,
+} from '@mcpsandbox/core';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -11,7 +18,11 @@ import { addRunOptions, announce, planRun, type RunFlags } from './run.js';
 
 interface InspectFlags extends RunFlags {
   json?: boolean;
+  timeout: string;
 }
+
+/** Exit code of `inspect` when the program ran but did not speak MCP. */
+export const NOT_AN_MCP_SERVER = 1;
 
 /** What `inspect` learned of a server. */
 export interface ServerReport {
@@ -41,6 +52,7 @@ export function registerInspectCommand(
     .passThroughOptions();
   addRunOptions(inspect, options)
     .option('--json', 'print the report as JSON')
+    .option('--timeout <duration>', 'how long the server may take to answer initialize', '30s')
     .addHelpText(
       'after',
       '\nExample:\n  mcp-sandbox inspect -- npx -y @modelcontextprotocol/server-everything',
@@ -61,6 +73,7 @@ async function inspectAction(
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
   try {
+    const timeoutMs = parseDuration(flags.timeout, '--timeout');
     const plan = await planRun(flags, options, logger, backendGiven);
     announce(plan, logger);
     // The same bridge as `run`, with the SDK client on the other end of two in-memory pipes.
@@ -76,7 +89,8 @@ async function inspectAction(
       output: toClient,
       errorOutput: sandboxOutput(io.stderr),
       logger,
-      timing: { ...plan.timing, exitGraceMs: 200 },
+      // Nothing is owed once the report is in; when it is not, a silent program need not be waited for.
+      timing: { ...plan.timing, exitGraceMs: 200, drainMs: 1000 },
       ...(plan.policy ? { policy: plan.policy } : {}),
     });
     const transport = new PipeTransport(toServer, toClient);
@@ -86,23 +100,60 @@ async function inspectAction(
       { name: 'mcp-sandbox-inspect', version: options.version },
       { capabilities: {} },
     );
+    let serverGone = false;
     const ended = session.done.then((result) => {
+      serverGone = true;
       transport.onclose?.();
       return result;
     });
     let report: ServerReport | undefined;
-    let failure: unknown;
+    let failure: InspectFailure | undefined;
+    const limit = startTimer(timeoutMs);
     try {
-      await Promise.race([client.connect(transport), ended.then(() => Promise.reject(serverEnded()))]);
-      report = await collectReport(client, transport, plan.backend.id, plan.backend.isolation);
+      await Promise.race([
+        client.connect(transport),
+        ended.then(() => Promise.reject(new InspectFailure('ended', 'it ended before answering initialize'))),
+        limit.expired.then(() =>
+          Promise.reject(
+            new InspectFailure('timeout', `no answer to initialize within ${flags.timeout} (--timeout)`),
+          ),
+        ),
+      ]);
     } catch (error) {
-      failure = error;
+      // The SDK rejects with "Not connected" when the session ends first: say that it ended.
+      failure =
+        error instanceof InspectFailure
+          ? error
+          : serverGone
+            ? new InspectFailure('ended', 'it ended before answering initialize')
+            : new InspectFailure('protocol', errorText(error));
+    } finally {
+      limit.cancel();
+    }
+    if (!failure) {
+      try {
+        report = await collectReport(client, transport, plan.backend.id, plan.backend.isolation);
+      } catch (error) {
+        failure = new InspectFailure('listing', `it answered initialize, then ${errorText(error)}`);
+      }
     }
     await transport.close();
     const result = await ended;
     if (!report) {
-      logger.error(`could not inspect the server: ${(failure as Error)?.message ?? 'it ended'}`);
-      return result.exitCode === ExitCode.ok ? ExitCode.sandboxFailure : result.exitCode;
+      // A server that could not start keeps the bridge's code (127 not found, 125 sandbox failure,
+      // 124 TTL); a program that ran but did not speak MCP is the user's to fix, with exit 1.
+      const bridgeFailed = result.exitCode !== ExitCode.ok && failure?.kind === 'ended';
+      if (bridgeFailed) {
+        logger.error(`could not inspect the server: ${failure?.message ?? 'it ended'}`);
+        return result.exitCode;
+      }
+      logger.error(
+        failure?.kind === 'listing'
+          ? `could not inspect the server: ${failure.message}`
+          : `this program did not answer as an MCP server: ${failure?.message ?? 'it ended'}; ` +
+              'check that the command starts an MCP server speaking JSON-RPC on stdio',
+      );
+      return NOT_AN_MCP_SERVER;
     }
     io.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
     return ExitCode.ok;
@@ -111,8 +162,26 @@ async function inspectAction(
   }
 }
 
-function serverEnded(): Error {
-  return new Error('the server ended before answering initialize');
+/** Why `inspect` got no report: the program ended, stayed silent, or answered something else. */
+class InspectFailure extends Error {
+  readonly kind: 'ended' | 'timeout' | 'protocol' | 'listing';
+  constructor(kind: InspectFailure['kind'], message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function startTimer(ms: number): { expired: Promise<void>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  return { expired, cancel: () => clearTimeout(timer) };
 }
 
 async function collectReport(

@@ -24,7 +24,7 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 import { type Command, Option } from 'commander';
-import { resolveBackend } from '../backends.js';
+import { type BackendRegistry, type BackendScopedFlag, resolveBackend } from '../backends.js';
 import { defaultBackendName, noteDefaultChanged, withE2bFallbackHint } from '../compat.js';
 import { WRAP_MARKER } from '../config/servers.js';
 import { type CopySummary, checkCopy, formatBytes, parseFs } from '../fs-copy.js';
@@ -179,6 +179,7 @@ export async function planRun(
       `--fs ${text}: ${c.files} file(s), ${formatBytes(c.bytes)} copied to ${mount.sandboxPath}${links}`,
     );
   }
+  warnIgnoredFlags(flags, options.backends, logger);
   const required = flags.requireIsolation as IsolationLevel | undefined;
   if (required && isolationRank(backend.isolation) < isolationRank(required)) {
     throw new UsageError(
@@ -201,6 +202,26 @@ export async function planRun(
     timing,
     ...(policy.active ? { policy } : {}),
   };
+}
+
+/** A flag the chosen backend has no use for is said to be ignored, never dropped in silence. */
+function warnIgnoredFlags(flags: RunFlags, registry: BackendRegistry, logger: Logger): void {
+  const entry = Object.hasOwn(registry, flags.backend) ? registry[flags.backend] : undefined;
+  const given: Record<BackendScopedFlag, boolean> = {
+    '--template': flags.template !== undefined,
+    '--mount': flags.mount.length > 0,
+    '--allow-net': flags.allowNet.length > 0,
+  };
+  for (const flag of entry?.ignores ?? []) {
+    if (!given[flag]) continue;
+    const users = Object.entries(registry)
+      .filter(([, other]) => !other.ignores?.includes(flag))
+      .map(([name]) => name);
+    logger.warn(
+      `${flag} does not apply to backend ${flags.backend}: ignored` +
+        (users.length > 0 ? ` (it applies to: ${users.join(', ')})` : ''),
+    );
+  }
 }
 
 function strongerThan(level: IsolationLevel): string {

@@ -26,6 +26,7 @@ import {
   selectServers,
   writePlan,
 } from '../config/operations.js';
+import { pathMountsFor } from '../config/path-mounts.js';
 import { parseWrapped, type ServerEntry, WRAP_MARKER } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
@@ -47,6 +48,8 @@ interface TargetFlags {
 
 interface WrapFlags extends RunFlags, TargetFlags {
   launcher: string;
+  rw?: boolean;
+  update?: boolean;
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -158,7 +161,17 @@ async function findOnPath(name: string, ctx: LocateContext): Promise<string | un
 }
 
 /** wrap's own options; every other option it has is one of run's and goes into the entries. */
-const OWN_OPTIONS = new Set(['client', 'project', 'config', 'server', 'all', 'dryRun', 'launcher']);
+const OWN_OPTIONS = new Set([
+  'client',
+  'project',
+  'config',
+  'server',
+  'all',
+  'dryRun',
+  'launcher',
+  'rw',
+  'update',
+]);
 
 /**
  * run's options as the user gave them to `wrap`, in run's order, validated and made independent
@@ -233,18 +246,31 @@ function runValue(key: string, value: string, options: CliOptions): string {
   }
 }
 
-/** The entry's env keys become `--env KEY`: the values stay in the client's env block. */
+/**
+ * The entry's env keys become `--env KEY`: the values stay in the client's env block. Host paths
+ * its arguments name become `--mount path` when `mounts` is set (see `pathMountsFor`), unless the
+ * user's own `--mount` already shows that path.
+ */
 export function wrapCommandFor(
   entry: ServerEntry,
   launcher: readonly string[],
   runArgs: readonly string[],
+  mounts?: { rw: boolean },
 ): WrapCommand {
   const given = new Set<string>();
+  const mounted = new Set<string>();
   for (let i = 0; i < runArgs.length; i++) {
     if (runArgs[i] === '--env') given.add(runArgs[i + 1] as string);
+    if (runArgs[i] === '--mount') mounted.add((runArgs[i + 1] as string).split(':')[0] as string);
   }
   const fromBlock = entry.envKeys.filter((k) => !given.has(k)).flatMap((k) => ['--env', k]);
-  return { launcher, runArgs: [...runArgs, ...fromBlock] };
+  const server = entry.wrapped ? entry.wrapped.server : [entry.command ?? '', ...entry.args];
+  const fromPaths = mounts
+    ? pathMountsFor(server, { rw: mounts.rw })
+        .filter((m) => !mounted.has(m.path))
+        .flatMap((m) => ['--mount', `${m.path}:${m.path}:${m.mode}`])
+    : [];
+  return { launcher, runArgs: [...runArgs, ...fromPaths, ...fromBlock] };
 }
 
 function report(plan: ChangePlan, logger: Logger): void {
@@ -298,18 +324,27 @@ export function registerWrapCommands(
     .description(
       "Sandbox servers in an MCP client's own config: each entry starts `mcp-sandbox run … -- <its command>`.",
     );
-  addSelectionOptions(addTargetOptions(wrap, true)).addOption(
-    new Option(
-      '--launcher <npx|path|file>',
-      'how the client starts mcp-sandbox: npx (npx -y mcp-sandbox@<this version>), path (the mcp-sandbox on PATH, as an absolute path), or the path of an mcp-sandbox executable',
-    ).default('npx'),
-  );
+  addSelectionOptions(addTargetOptions(wrap, true))
+    .addOption(
+      new Option(
+        '--launcher <npx|path|file>',
+        'how the client starts mcp-sandbox: npx (npx -y mcp-sandbox@<this version>), path (the mcp-sandbox on PATH, as an absolute path), or the path of an mcp-sandbox executable',
+      ).default('npx'),
+    )
+    .option(
+      '--rw',
+      'mount the host paths an entry names read-write (default: read-only, but for known writers)',
+    )
+    .option('--update', 'wrap already wrapped entries anew, with the options given now');
   addRunOptions(wrap, options).addHelpText(
     'after',
     `
 Clients: ${clients}.
 Each chosen stdio entry keeps its name, position and other fields; its "env" keys become --env KEY
-(values stay in the env block). Remote (URL) and already sandboxed entries are left alone.
+(values stay in the env block), and each host path its arguments name that exists here becomes a
+--mount at the same path (read-only unless --rw or the server is a known writer such as
+server-filesystem). Remote (URL) entries are left alone, and so are already sandboxed ones unless
+--update is given: then their run options are replaced by the ones given now.
 A diff goes to stderr, a timestamped backup is written next to the file, then the file is replaced
 atomically. Undo with mcp-sandbox unwrap.
 
@@ -325,8 +360,18 @@ Examples:
       const launcher = await resolveLauncher(flags.launcher, options.version, locateContext(options));
       const config = await requireConfig(location);
       const chosen = selection(flags, config.servers, 'wrap');
+      // Paths an entry names are carried across as mounts, where the backend applies mounts at all.
+      const backend = flags.backend;
+      const mounts = Object.hasOwn(options.backends, backend)
+        ? !options.backends[backend]?.ignores?.includes('--mount')
+        : true;
       const marked = [...markerFor(launcher), ...runArgs];
-      const plan = planWrap(config, chosen, (entry) => wrapCommandFor(entry, launcher, marked));
+      const plan = planWrap(
+        config,
+        chosen,
+        (entry) => wrapCommandFor(entry, launcher, marked, mounts ? { rw: flags.rw ?? false } : undefined),
+        { update: flags.update ?? false },
+      );
       report(plan, logger);
       setExitCode(await applyPlan(plan, flags, options, logger, 'wrapped'));
     } catch (error) {

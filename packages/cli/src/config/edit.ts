@@ -84,6 +84,36 @@ export function wrapEdits(text: string, entry: ServerEntry, wrap: WrapCommand): 
   return edits;
 }
 
+/**
+ * The edits that wrap an already wrapped entry anew (`wrap --update`): the launcher and every
+ * argument before the server's own command are replaced; the server's command and arguments keep
+ * their source text.
+ */
+export function rewrapEdits(text: string, entry: ServerEntry, wrap: WrapCommand): TextEdit[] {
+  const { command, items, serverIndex } = wrappedParts(entry);
+  const original = items[serverIndex - 1];
+  const firstItem = items[0];
+  const secondItem = items[1];
+  if (!original || !firstItem || !secondItem) throw new Error(`${entry.name}: not a wrapped entry`);
+  // The array's own separator, taken from between its first two items.
+  const sep = text.slice(firstItem.end, secondItem.start);
+  const literals = [...wrap.launcher.slice(1), 'run', ...wrap.runArgs, '--'].map((s) => JSON.stringify(s));
+  return [
+    { start: command.value.start, end: command.value.end, text: JSON.stringify(wrap.launcher[0]) },
+    { start: firstItem.start, end: original.start, text: literals.map((l) => l + sep).join('') },
+  ];
+}
+
+function wrappedParts(entry: ServerEntry) {
+  const wrapped = entry.wrapped;
+  const obj = entry.property.value as JsonObject;
+  const command = getProperty(obj, 'command');
+  const args = getProperty(obj, 'args')?.value;
+  if (!wrapped || !command || args?.kind !== 'array') throw new Error(`${entry.name}: not a wrapped entry`);
+  // argv = [command, ...args]; the server's command is argv[serverIndex], i.e. args[serverIndex - 1].
+  return { command, args, items: args.items, serverIndex: 1 + args.items.length - wrapped.server.length };
+}
+
 /** The text of an entry's value after the edits that fall inside it. */
 export function editedSlice(text: string, node: JsonNode, edits: readonly TextEdit[]): string {
   const shifted = edits.map((e) => ({ start: e.start - node.start, end: e.end - node.start, text: e.text }));
@@ -96,16 +126,10 @@ export function editedSlice(text: string, node: JsonNode, edits: readonly TextEd
  * for entries that had arguments before; an entry that had none keeps an empty "args".
  */
 export function unwrapEdits(text: string, entry: ServerEntry): TextEdit[] {
-  const wrapped = entry.wrapped;
-  const obj = entry.property.value as JsonObject;
-  const command = getProperty(obj, 'command');
-  const args = getProperty(obj, 'args')?.value;
-  if (!wrapped || !command || args?.kind !== 'array') throw new Error(`${entry.name}: not a wrapped entry`);
-  // argv = [command, ...args]; the server's command is argv[serverIndex], i.e. args[serverIndex - 1].
-  const serverIndex = 1 + args.items.length - wrapped.server.length;
-  const original = args.items[serverIndex - 1];
-  const firstArg = args.items[serverIndex];
-  const firstItem = args.items[0];
+  const { command, args, items, serverIndex } = wrappedParts(entry);
+  const original = items[serverIndex - 1];
+  const firstArg = items[serverIndex];
+  const firstItem = items[0];
   if (!original || !firstItem) throw new Error(`${entry.name}: not a wrapped entry`);
   const edits: TextEdit[] = [
     { start: command.value.start, end: command.value.end, text: text.slice(original.start, original.end) },

@@ -1,7 +1,15 @@
 import { relative } from 'node:path';
 import { CLIENTS, type ConfigLocation } from './clients.js';
 import { unifiedDiff } from './diff.js';
-import { applyEdits, editedSlice, type TextEdit, unwrapEdits, type WrapCommand, wrapEdits } from './edit.js';
+import {
+  applyEdits,
+  editedSlice,
+  rewrapEdits,
+  type TextEdit,
+  unwrapEdits,
+  type WrapCommand,
+  wrapEdits,
+} from './edit.js';
 import {
   ConfigFileError,
   listBackups,
@@ -65,7 +73,7 @@ export async function requireConfig(location: ConfigLocation): Promise<LoadedCon
 /** One line per entry that was looked at: what happened to it and why. */
 export interface EntryOutcome {
   readonly name: string;
-  readonly action: 'wrapped' | 'unwrapped' | 'skipped';
+  readonly action: 'wrapped' | 'rewrapped' | 'unwrapped' | 'skipped';
   readonly note?: string;
 }
 
@@ -90,7 +98,12 @@ export function selectServers(
 /** How to wrap one entry: the launcher, and run's options for it (its env keys included). */
 export type WrapFor = (entry: ServerEntry) => WrapCommand;
 
-export function planWrap(config: LoadedConfig, chosen: readonly ServerEntry[], wrapFor: WrapFor): ChangePlan {
+export function planWrap(
+  config: LoadedConfig,
+  chosen: readonly ServerEntry[],
+  wrapFor: WrapFor,
+  options: { update?: boolean } = {},
+): ChangePlan {
   const edits: TextEdit[] = [];
   const outcomes: EntryOutcome[] = [];
   for (const entry of chosen) {
@@ -101,8 +114,15 @@ export function planWrap(config: LoadedConfig, chosen: readonly ServerEntry[], w
         action: 'skipped',
         note: 'remote (URL) entry: it runs nowhere on this machine',
       });
+    } else if (entry.kind === 'wrapped' && options.update && entry.wrapped) {
+      edits.push(...rewrapEdits(config.text, entry, wrapFor(entry)));
+      outcomes.push({ name: label, action: 'rewrapped' });
     } else if (entry.kind === 'wrapped') {
-      outcomes.push({ name: label, action: 'skipped', note: 'already sandboxed' });
+      outcomes.push({
+        name: label,
+        action: 'skipped',
+        note: 'already sandboxed; wrap --update replaces its run options',
+      });
     } else if (entry.kind === 'unknown') {
       outcomes.push({ name: label, action: 'skipped', note: entry.note ?? 'not a stdio server entry' });
     } else if (entry.envKeys.some((k) => !ENV_NAME.test(k))) {

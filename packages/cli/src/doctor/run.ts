@@ -40,7 +40,10 @@ export async function runDoctor(
     setup.backendProbes ?? defaultBackendProbes(setup.host);
   let defaultUsable = false;
   for (const [name, entry] of Object.entries(backends)) {
-    const status = await backendStatus(name, entry.create, probes[name], setup.host);
+    const factoryOptions = { hostEnv: setup.host.env, logger: silentLogger, settings: {} };
+    const own = entry.probe?.bind(entry);
+    const probe = probes[name] ?? (own ? () => own(factoryOptions) : undefined);
+    const status = await backendStatus(name, entry.create, probe, setup.host);
     if (name === defaultBackend) defaultUsable = status.usable;
     const tag = name === defaultBackend ? ' (default)' : '';
     lines.push(

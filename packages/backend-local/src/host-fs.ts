@@ -1,0 +1,348 @@
+/**
+ * File operations the host performs on trees the sandbox could have written (the install staging
+ * directory, the sandbox's private home, state directories of earlier sessions).
+ *
+ * Node 20 has no `openat`, `fchownat` or `unlinkat`. Linux gives the same guarantee through
+ * `/proc/self/fd/<fd>/<name>`: the kernel resolves `/proc/self/fd/<fd>` to the very directory
+ * the descriptor holds (a "magic link", never re-walked by name), so only `<name>` is looked up,
+ * inside that directory. With `O_NOFOLLOW` on that last component, a symlink planted anywhere in
+ * the tree is refused instead of followed; with `O_PATH` the host can look at (`fstat`) and then
+ * chmod or chown the exact inode it checked, through `/proc/self/fd/<its fd>`, without opening it.
+ * A hard link out of the tree cannot exist: the sandbox sees its tree through a bind mount, and
+ * `link()` across mounts fails (`EXDEV`); every entry is also checked to be on the tree's device.
+ *
+ * Every entry point starts from a directory the host created itself (and checked with `fstat`),
+ * and every later step is relative to a descriptor. Names are single path components.
+ */
+
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  chownSync,
+  closeSync as close,
+  constants,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmdirSync,
+  type Stats,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { SandboxFailureError } from '@mcpsandbox/core';
+
+/** `O_PATH` (not in Node's constants): the same value on x86_64, arm64 and riscv64, the arches we support. */
+const O_PATH = 0o10000000;
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants;
+
+/** A deeper tree than any real install: the walk refuses it rather than recurse without bound. */
+const MAX_DEPTH = 200;
+
+export class HostFsError extends SandboxFailureError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { code: 'E_HOST_FS', ...(cause === undefined ? {} : { cause }) });
+    this.name = 'HostFsError';
+  }
+}
+
+/** `/proc/self/fd/<fd>/<name>`, after checking that `name` is one plain path component. */
+export function at(dirFd: number, name: string): string {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+    throw new HostFsError(`refusing the path component ${JSON.stringify(name)}`);
+  }
+  return `/proc/self/fd/${dirFd}/${name}`;
+}
+
+function self(fd: number): string {
+  return `/proc/self/fd/${fd}`;
+}
+
+function errno(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** A directory the host holds open, with what `fstat` said of it when it was opened. */
+export interface OpenDir {
+  readonly fd: number;
+  readonly stat: Stats;
+}
+
+/**
+ * Opens a directory the host owns (its own config: the state dir, the cache root), refusing a
+ * symlink as the last component, and checks it: a directory, owned by this process's user, and
+ * writable by no one else, so that nothing but the host can change its entries.
+ */
+export function openOwnedDir(path: string): OpenDir {
+  let fd: number;
+  try {
+    fd = openSync(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  } catch (error) {
+    throw new HostFsError(`cannot open ${path} (it must be a directory, not a symlink)`, error);
+  }
+  const stat = fstatSync(fd);
+  const uid = process.getuid?.() ?? 0;
+  if (stat.uid !== uid || (stat.mode & 0o022) !== 0) {
+    close(fd);
+    throw new HostFsError(
+      `${path} must be owned by uid ${uid} and writable by nobody else (mode ${(stat.mode & 0o7777).toString(8)}, owner ${stat.uid}); fix its owner and mode or choose another directory`,
+    );
+  }
+  return { fd, stat };
+}
+
+/** Opens `name` in `dir` as a directory, never through a symlink. Undefined when it does not exist. */
+export function openDirAt(dir: OpenDir, name: string): OpenDir | undefined {
+  const path = at(dir.fd, name);
+  let fd: number;
+  try {
+    fd = openSync(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return undefined;
+    throw new HostFsError(`cannot open ${name} as a directory (symlinks are refused)`, error);
+  }
+  const stat = fstatSync(fd);
+  if (stat.dev !== dir.stat.dev) {
+    close(fd);
+    throw new HostFsError(`${name} is on another file system`);
+  }
+  return { fd, stat };
+}
+
+export function closeDir(dir: OpenDir | undefined): void {
+  if (dir) close(dir.fd);
+}
+
+/** Walks `parts` from `dir`, no component followed if it is a symlink; closes what it opened. */
+function walk<T>(dir: OpenDir, parts: readonly string[], use: (last: OpenDir) => T): T | undefined {
+  let current = dir;
+  const opened: OpenDir[] = [];
+  try {
+    for (const part of parts) {
+      const next = openDirAt(current, part);
+      if (!next) return undefined;
+      opened.push(next);
+      current = next;
+    }
+    return use(current);
+  } finally {
+    for (const entry of opened) closeDir(entry);
+  }
+}
+
+/**
+ * Reads `dirs/…/name` below `dir`: no symlink anywhere, a regular file on the same file system,
+ * at most `maxBytes`. Undefined when a component does not exist.
+ */
+export function readFileAt(dir: OpenDir, path: readonly string[], maxBytes: number): Buffer | undefined {
+  const name = path[path.length - 1];
+  if (name === undefined) throw new HostFsError('empty path');
+  return walk(dir, path.slice(0, -1), (parent) => {
+    const file = at(parent.fd, name);
+    let fd: number;
+    try {
+      // O_NONBLOCK: a FIFO planted in place of the file must not hang the host.
+      fd = openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    } catch (error) {
+      if (errno(error) === 'ENOENT') return undefined;
+      throw new HostFsError(`cannot open ${path.join('/')} (symlinks are refused)`, error);
+    }
+    try {
+      const stat = fstatSync(fd);
+      if (!stat.isFile() || stat.dev !== dir.stat.dev) {
+        throw new HostFsError(`${path.join('/')} is not a regular file of the tree`);
+      }
+      if (stat.size > maxBytes) throw new HostFsError(`${path.join('/')} is larger than ${maxBytes} bytes`);
+      const buffer = Buffer.alloc(stat.size);
+      let filled = 0;
+      while (filled < buffer.length) {
+        const n = readSync(fd, buffer, filled, buffer.length - filled, filled);
+        if (n === 0) break;
+        filled += n;
+      }
+      return buffer.subarray(0, filled);
+    } finally {
+      close(fd);
+    }
+  });
+}
+
+/** What `lstat` says of `dirs/…/name` below `dir`, no directory on the way followed. */
+export function lstatAt(dir: OpenDir, path: readonly string[]): Stats | undefined {
+  const name = path[path.length - 1];
+  if (name === undefined) throw new HostFsError('empty path');
+  return walk(dir, path.slice(0, -1), (parent) => {
+    const file = at(parent.fd, name);
+    let fd: number;
+    try {
+      fd = openSync(file, O_PATH | O_NOFOLLOW);
+    } catch (error) {
+      if (errno(error) === 'ENOENT') return undefined;
+      throw new HostFsError(`cannot look at ${path.join('/')}`, error);
+    }
+    try {
+      return fstatSync(fd);
+    } finally {
+      close(fd);
+    }
+  });
+}
+
+/**
+ * Creates `name` in `dir` (a directory only the host can write) with `data`, atomically: a new
+ * file opened with `O_CREAT | O_EXCL | O_NOFOLLOW`, synced, then renamed within `dir`.
+ */
+export function writeFileAt(dir: OpenDir, name: string, data: string | Uint8Array, mode = 0o644): void {
+  const temporary = `.${name}.${randomBytes(6).toString('hex')}`;
+  const fd = openSync(at(dir.fd, temporary), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+  try {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    let written = 0;
+    while (written < bytes.length) written += writeSync(fd, bytes, written);
+    fchmodSync(fd, mode);
+    fsyncSync(fd);
+  } finally {
+    close(fd);
+  }
+  renameSync(at(dir.fd, temporary), at(dir.fd, name));
+}
+
+/** Renames `from` to `to`, both entries of `dir` (a directory only the host can write). */
+export function renameAt(dir: OpenDir, from: string, to: string): void {
+  renameSync(at(dir.fd, from), at(dir.fd, to));
+}
+
+/** Opens an entry with O_PATH (no follow, no open of the file itself) and says what it is. */
+function lookAt(dirFd: number, name: string): { fd: number; stat: Stats } | undefined {
+  const path = at(dirFd, name);
+  let fd: number;
+  try {
+    fd = openSync(path, O_PATH | O_NOFOLLOW);
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return undefined;
+    throw new HostFsError(`cannot look at ${name}`, error);
+  }
+  return { fd, stat: fstatSync(fd) };
+}
+
+/** Reopens an O_PATH directory descriptor for reading: the same inode, by its magic link. */
+function reopenDir(pathFd: number): number {
+  return openSync(self(pathFd), O_RDONLY | O_DIRECTORY);
+}
+
+export interface SealOptions {
+  /** The uid the sandbox wrote the tree as; any other owner (but `toUid`) fails closed. */
+  readonly fromUid: number;
+  /** New owner, when the host takes the tree over (the sandbox ran as another uid). */
+  readonly to?: { readonly uid: number; readonly gid: number };
+}
+
+/**
+ * Makes a tree the sandbox wrote unchangeable by it: owned by the host (when `to` is given),
+ * without setuid/setgid bits and without group or other write permission. Symlinks are left as
+ * they are (never followed; a symlink cannot be changed in place). Anything on another file
+ * system, or owned by a third uid, fails closed.
+ */
+export function sealTree(dir: OpenDir, options: SealOptions): void {
+  sealInode(dir.fd, dir.stat, options);
+  sealEntries(dir.fd, dir.stat.dev, options, 0);
+}
+
+function sealInode(fd: number, stat: Stats, options: SealOptions): void {
+  if (stat.uid !== options.fromUid && stat.uid !== options.to?.uid) {
+    throw new HostFsError(`the install left a file owned by uid ${stat.uid}`);
+  }
+  // chown through the magic link reaches the inode we fstat'ed, never a name that changed since.
+  if (options.to && stat.uid !== options.to.uid) chownSync(self(fd), options.to.uid, options.to.gid);
+  const mode = stat.mode & 0o7777;
+  const sealed = mode & ~0o6022;
+  if (sealed !== mode || options.to) chmodSync(self(fd), sealed);
+}
+
+function sealEntries(dirFd: number, dev: number, options: SealOptions, depth: number): void {
+  if (depth > MAX_DEPTH) throw new HostFsError('the install left a tree deeper than any real package');
+  for (const name of readdirSync(self(dirFd))) {
+    const entry = lookAt(dirFd, name);
+    if (!entry) continue;
+    try {
+      if (entry.stat.isSymbolicLink()) continue;
+      if (entry.stat.dev !== dev) throw new HostFsError(`${name} is on another file system`);
+      sealInode(entry.fd, entry.stat, options);
+      if (entry.stat.isDirectory()) {
+        const child = reopenDir(entry.fd);
+        try {
+          sealEntries(child, dev, options, depth + 1);
+        } finally {
+          close(child);
+        }
+      }
+    } finally {
+      close(entry.fd);
+    }
+  }
+}
+
+/**
+ * Removes `name` from `dir` and everything below it, whatever the sandbox made of it: symlinks
+ * are unlinked, never followed; a directory locked with chmod 000 is reopened by inode and made
+ * writable first; nothing on another file system is entered.
+ */
+export function removeAt(
+  dir: OpenDir | number,
+  name: string,
+  expect?: { readonly dev: number; readonly ino: number },
+): void {
+  const dirFd = typeof dir === 'number' ? dir : dir.fd;
+  const entry = lookAt(dirFd, name);
+  if (!entry) return;
+  try {
+    if (expect && (entry.stat.dev !== expect.dev || entry.stat.ino !== expect.ino)) {
+      throw new HostFsError(`${name} is no longer the directory the host created`);
+    }
+    if (entry.stat.isDirectory()) {
+      emptyDirectory(entry.fd, entry.stat, 0);
+      rmdirSync(at(dirFd, name));
+    } else {
+      unlinkSync(at(dirFd, name));
+    }
+  } finally {
+    close(entry.fd);
+  }
+}
+
+function emptyDirectory(pathFd: number, stat: Stats, depth: number): void {
+  if (depth > MAX_DEPTH) throw new HostFsError('refusing to remove a tree this deep');
+  // The sandbox (same uid as a non-root host) may have removed our permissions on its own dirs.
+  if ((stat.mode & 0o700) !== 0o700) {
+    try {
+      chmodSync(self(pathFd), 0o700);
+    } catch {
+      // not ours to change: reading it below fails and says so
+    }
+  }
+  const dirFd = reopenDir(pathFd);
+  try {
+    for (const name of readdirSync(self(dirFd))) {
+      const entry = lookAt(dirFd, name);
+      if (!entry) continue;
+      try {
+        if (entry.stat.isDirectory() && entry.stat.dev === stat.dev) {
+          emptyDirectory(entry.fd, entry.stat, depth + 1);
+          rmdirSync(at(dirFd, name));
+        } else if (entry.stat.isDirectory()) {
+          // A mount point: never descend into another file system.
+          rmdirSync(at(dirFd, name));
+        } else {
+          unlinkSync(at(dirFd, name));
+        }
+      } finally {
+        close(entry.fd);
+      }
+    }
+  } finally {
+    close(dirFd);
+  }
+}

@@ -1,0 +1,52 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ownFiles } from './own-files.js';
+
+const base = mkdtempSync(join(tmpdir(), 'own-files-'));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+const home = join(base, 'home', 'me');
+const project = join(home, 'code', 'server');
+mkdirSync(join(project, 'build'), { recursive: true });
+writeFileSync(join(project, 'package.json'), '{}');
+writeFileSync(join(project, 'build', 'index.js'), '');
+mkdirSync(join(home, 'scripts'), { recursive: true });
+writeFileSync(join(home, 'scripts', 'tool.py'), '');
+writeFileSync(join(home, 'package.json'), '{}');
+writeFileSync(join(home, 'loose.js'), '');
+const roots = [join(base, 'home')];
+
+describe('ownFiles', () => {
+  it('shows the package root of an interpreter script given relatively, and makes the path absolute', () => {
+    const own = ownFiles(['node', './build/index.js', '--port', '1'], project, roots, home);
+    expect(own.command).toEqual(['node', join(project, 'build', 'index.js'), '--port', '1']);
+    expect(own.binds).toEqual([{ source: project, dest: project, mode: 'ro' }]);
+  });
+
+  it('shows the directory of a file outside any package, never the home above it', () => {
+    // ~/package.json exists, but the home itself is never shown.
+    const own = ownFiles(['python3', 'scripts/tool.py'], home, roots, home);
+    expect(own.binds).toEqual([{ source: join(home, 'scripts'), dest: join(home, 'scripts'), mode: 'ro' }]);
+    const loose = ownFiles(['node', join(home, 'loose.js')], '/', roots, home);
+    expect(loose.binds).toEqual([
+      { source: join(home, 'loose.js'), dest: join(home, 'loose.js'), mode: 'ro' },
+    ]);
+  });
+
+  it('leaves bare names, flags, missing files and visible paths alone', () => {
+    expect(ownFiles(['node', '-e', 'x'], project, roots, home).binds).toEqual([]);
+    expect(ownFiles(['my-server', 'build/index.js'], project, roots, home).binds).toHaveLength(1);
+    expect(ownFiles(['node', './missing.js'], project, roots, home)).toEqual({
+      command: ['node', './missing.js'],
+      binds: [],
+    });
+    expect(ownFiles(['/usr/bin/env', 'node'], project, roots, home).binds).toEqual([]);
+  });
+
+  it('binds a command that is itself a script in the project', () => {
+    const own = ownFiles(['./build/index.js'], project, roots, home);
+    expect(own.command).toEqual([join(project, 'build', 'index.js')]);
+    expect(own.binds).toEqual([{ source: project, dest: project, mode: 'ro' }]);
+  });
+});

@@ -1,0 +1,56 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { type Bind, isHidden, isInside } from './view.js';
+
+export interface OwnFiles {
+  /** The command with the server's own file made absolute (the sandbox starts in its own home). */
+  readonly command: readonly string[];
+  /** Read-only binds of each file's package root, at the same path. */
+  readonly binds: readonly Bind[];
+}
+
+/**
+ * The server's own files: when the command, or its first argument (`node ./build/index.js`), is a
+ * host file the sandbox would hide, its package root (the nearest directory with a package.json,
+ * else the file's own directory) is shown read-only at the same path. Never wider: a package root
+ * that is a hidden root itself or the user's home falls back to the file's directory.
+ */
+export function ownFiles(
+  command: readonly string[],
+  cwd: string,
+  roots: readonly string[],
+  hostHome: string | undefined,
+): OwnFiles {
+  const out = [...command];
+  const binds: Bind[] = [];
+  const candidates = command[1] !== undefined && !command[1].startsWith('-') ? [0, 1] : [0];
+  for (const index of candidates) {
+    const word = command[index] as string;
+    // A bare name is looked up on PATH; only a path names a file of the user's.
+    if (!word.includes('/')) continue;
+    const file = resolve(cwd, word);
+    if (!isHidden(file, roots) || !isFile(file)) continue;
+    out[index] = file;
+    const root = packageRoot(file, roots, hostHome);
+    if (!binds.some((b) => isInside(root, b.source))) binds.push({ source: root, dest: root, mode: 'ro' });
+  }
+  return { command: out, binds };
+}
+
+function packageRoot(file: string, roots: readonly string[], hostHome: string | undefined): string {
+  const own = dirname(file);
+  const tooWide = (dir: string) => roots.includes(dir) || dir === hostHome || !isHidden(dir, roots);
+  for (let dir = own; !tooWide(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) break;
+  }
+  return tooWide(own) ? file : own;
+}
+
+function isFile(path: string): boolean {
+  try {
+    return isAbsolute(path) && statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Drives the built `mcp-sandbox` binary (apps/cli, built before these tests run) as a client
+ * would, and serves a hostile package from a registry on loopback.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+export const BIN = fileURLToPath(new URL('../../../apps/cli/dist/bin.js', import.meta.url));
+export const FIXTURES = fileURLToPath(new URL('./fixtures', import.meta.url));
+
+export interface Running {
+  readonly client: Client;
+  readonly transport: StdioClientTransport;
+  readonly stderr: () => string;
+  /** Calls a tool of the fixture server and parses its JSON answer. */
+  readonly call: (name: string, args?: Record<string, unknown>) => Promise<Record<string, unknown>>;
+}
+
+/** `mcp-sandbox run <args>` with the real SDK client over stdio. */
+export async function runBin(args: readonly string[], env: Record<string, string> = {}): Promise<Running> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, 'run', ...args],
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', ...env },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const client = new Client({ name: 'host-side-test', version: '0.0.0' }, { capabilities: {} });
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    throw new Error(`mcp-sandbox run failed to start: ${String(error)}\n${stderr}`);
+  }
+  const call = async (name: string, callArgs: Record<string, unknown> = {}) => {
+    const result = await client.callTool({ name, arguments: callArgs }, undefined, { timeout: 60_000 });
+    const content = result.content as Array<{ text: string }>;
+    return JSON.parse(content[0]?.text ?? '{}') as Record<string, unknown>;
+  };
+  return { client, transport, stderr: () => stderr, call };
+}
+
+/** What the install script of the hostile package is told to do (baked into the tarball). */
+export interface AttackConfig {
+  readonly canary: string;
+  readonly markerNames: readonly string[];
+  readonly secretName: string;
+  readonly mountedFile: string;
+}
+
+export interface Registry {
+  readonly url: string;
+  /** Bodies the hostile install script posted to /beacon. */
+  readonly beacons: Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export const HOSTILE_PACKAGE = 'hostile-install';
+
+/**
+ * An npm registry on 127.0.0.2 (loopback, but outside the sandbox's NO_PROXY list, so npm
+ * inside goes through the egress proxy) serving the hostile package, packed with `config`.
+ */
+export async function startRegistry(config: AttackConfig): Promise<Registry> {
+  const beacons: Array<Record<string, unknown>> = [];
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+  const url = `http://127.0.0.2:${(server.address() as { port: number }).port}/`;
+  const tarball = packFixture({ ...config, registry: url });
+  const manifest = JSON.parse(
+    readFileSync(join(FIXTURES, HOSTILE_PACKAGE, 'package.json'), 'utf8'),
+  ) as Record<string, unknown>;
+  const tarballPath = `/${HOSTILE_PACKAGE}/-/${HOSTILE_PACKAGE}-1.0.0.tgz`;
+  const packument = {
+    name: HOSTILE_PACKAGE,
+    'dist-tags': { latest: '1.0.0' },
+    versions: {
+      '1.0.0': {
+        ...manifest,
+        hasInstallScript: true,
+        dist: {
+          tarball: new URL(tarballPath, url).href,
+          shasum: createHash('sha1').update(tarball).digest('hex'),
+          integrity: `sha512-${createHash('sha512').update(tarball).digest('base64')}`,
+        },
+      },
+    },
+  };
+  server.on('request', (request, response) => {
+    const path = new URL(request.url ?? '/', url).pathname;
+    if (request.method === 'POST' && path === '/beacon') {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        try {
+          beacons.push(JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>);
+        } catch {
+          beacons.push({ unparsable: Buffer.concat(chunks).toString() });
+        }
+        response.end('ok');
+      });
+    } else if (path === `/${HOSTILE_PACKAGE}`) {
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify(packument));
+    } else if (path === tarballPath) {
+      response.setHeader('content-type', 'application/octet-stream');
+      response.end(tarball);
+    } else {
+      response.statusCode = 404;
+      response.end('{}');
+    }
+  });
+  return {
+    url,
+    beacons,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The fixture package with its attack config, as a registry tarball (`package/…`). */
+function packFixture(config: AttackConfig & { registry: string }): Buffer {
+  const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-pack-'));
+  try {
+    cpSync(join(FIXTURES, HOSTILE_PACKAGE), join(work, 'package'), { recursive: true });
+    writeFileSync(join(work, 'package', 'attack.json'), JSON.stringify(config));
+    const out = join(work, 'package.tgz');
+    execFileSync('tar', ['-czf', out, '-C', work, 'package']);
+    return readFileSync(out);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
