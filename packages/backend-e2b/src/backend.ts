@@ -1,8 +1,11 @@
+import { homedir } from 'node:os';
 import {
   AbortedError,
   type BackendFactoryOptions,
   type CreateOptions,
+  defaultPinLockFile,
   type Logger,
+  pinNpxSpec,
   type Sandbox,
   type SandboxBackend,
   type SandboxSpec,
@@ -20,6 +23,7 @@ export const DEFAULT_TEMPLATE = 'base';
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 const DEFAULT_INSTALL_TIMEOUT_MS = 10 * 60_000;
 const NPM_REGISTRY_HOST = 'registry.npmjs.org';
+const DEFAULT_NPM_REGISTRY = `https://${NPM_REGISTRY_HOST}/`;
 
 export interface E2BBackendOptions extends BackendFactoryOptions {
   /** Defaults to `E2B_API_KEY` from `hostEnv`. Read on the host only; never forwarded into the VM. */
@@ -59,6 +63,10 @@ interface ResolvedOptions {
   readonly installHosts: readonly string[];
   readonly installTimeoutMs: number;
   readonly logger: Logger;
+  /** Registry `npx -y` specs are pinned against and installed from (setting `npmRegistry`). */
+  readonly npmRegistry: string | undefined;
+  /** The per-user lock file of pinned `npx -y` installs. */
+  readonly pinLock: string;
 }
 
 /**
@@ -107,6 +115,8 @@ function resolveOptions(options: E2BBackendOptions): ResolvedOptions {
     installTimeoutMs:
       options.installTimeoutMs ?? positive(settings, 'installTimeoutMs') ?? DEFAULT_INSTALL_TIMEOUT_MS,
     logger: options.logger ?? silentLogger,
+    npmRegistry: text(settings.npmRegistry),
+    pinLock: defaultPinLockFile(env, env.HOME ?? homedir()),
   };
 }
 
@@ -181,6 +191,13 @@ async function createSandbox(
     requestTimeoutMs: options.requestTimeoutMs,
     installHosts: egress.network || egress.allowInternetAccess === false ? options.installHosts : [],
     installTimeoutMs: options.installTimeoutMs,
+    pin: (npxSpec) =>
+      pinNpxSpec(npxSpec, {
+        registry: options.npmRegistry ?? DEFAULT_NPM_REGISTRY,
+        lockFile: options.pinLock,
+        logger: options.logger,
+      }),
+    ...(options.npmRegistry ? { npmRegistry: options.npmRegistry } : {}),
   });
   spec.onEvent?.({ type: 'network', scope: 'sandbox', egress: egress.summary });
   try {

@@ -26,6 +26,10 @@ export interface SandboxSettings {
   /** Hosts an `npx -y` install may reach while it runs, when the spec grants less. */
   readonly installHosts: readonly string[];
   readonly installTimeoutMs: number;
+  /** Turns an `npx -y` spec into the exact one to install (pinned installs); absent: as given. */
+  readonly pin?: (spec: string) => Promise<string>;
+  /** Registry the install in the VM uses, when not npm's default. */
+  readonly npmRegistry?: string;
 }
 
 /** Files uploaded per request batch. */
@@ -94,14 +98,18 @@ export class E2BSandbox implements Sandbox {
     const npx = parseNpx(command);
     if (!npx) return command;
     this.#assertOpen();
-    const dir = `.mcp-sandbox/npx/${createHash('sha256').update(npx.spec).digest('hex').slice(0, 16)}`;
+    const spec = this.#settings.pin ? await this.#settings.pin(npx.spec) : npx.spec;
+    const registry = this.#settings.npmRegistry
+      ? ` --registry ${shellQuote(this.#settings.npmRegistry)}`
+      : '';
+    const dir = `.mcp-sandbox/npx/${createHash('sha256').update(spec).digest('hex').slice(0, 16)}`;
     const script = [
       'set -e',
       `d="$HOME/${dir}"`,
       'mkdir -p "$d"',
       'cd "$d"',
       `[ -f package.json ] || printf '{"private":true}\\n' > package.json`,
-      `npm install --no-audit --no-fund --no-update-notifier --loglevel=error ${shellQuote(npx.spec)} 1>&2`,
+      `npm install --no-audit --no-fund --no-update-notifier --loglevel=error${registry} ${shellQuote(spec)} 1>&2`,
       `node -e ${shellQuote(RESOLVE_BIN)} ${shellQuote(npx.bin ?? '')}`,
     ].join('\n');
     this.#spec.onEvent?.({ type: 'e2b-npx-install', spec: npx.spec });

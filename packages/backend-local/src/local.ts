@@ -24,11 +24,13 @@ import {
   armTtl,
   type BackendFactoryOptions,
   COPY_LIMITS,
+  defaultPinLockFile,
   type ExecOptions,
   type KillSignal,
   type Logger,
   type MountSpec,
   type PrepareOptions,
+  pinNpxSpec,
   type Sandbox,
   type SandboxBackend,
   SandboxFailureError,
@@ -405,6 +407,12 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
+      pin: (spec, registry) =>
+        pinNpxSpec(spec, {
+          registry,
+          lockFile: defaultPinLockFile(this.#config.hostEnv, this.#config.hostHome),
+          logger: this.#config.logger,
+        }),
       install: (argv, binds, network, env) => this.spawn(argv, { network, env }, { binds, install: true }),
     });
     if (result.bind) this.#extraBinds.push(result.bind);

@@ -4,6 +4,7 @@ import { registerDoctorCommand } from './commands/doctor.js';
 import { registerInspectCommand } from './commands/inspect.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerTraceCommand } from './commands/trace.js';
+import { registerUpdateCommand } from './commands/update.js';
 import { registerWrapCommands } from './commands/wrap.js';
 import type { CliOptions } from './options.js';
 import { reportError } from './report.js';
@@ -49,5 +50,6 @@ export function createProgram(options: CliOptions, setExitCode: (code: number) =
   registerDoctorCommand(program, options, setExitCode);
   registerInspectCommand(program, options, setExitCode);
   registerTraceCommand(program, options, setExitCode);
+  registerUpdateCommand(program, options, setExitCode);
   return program;
 }

@@ -83,6 +83,21 @@ export {
   silentLogger,
 } from './logger.js';
 export {
+  defaultPinLockFile,
+  type NpmSelector,
+  type NpxPin,
+  PinChangedError,
+  type PinOptions,
+  type PinUpdate,
+  parseRegistrySpec,
+  pinNpxSpec,
+  RegistryError,
+  type Resolution,
+  readPinLock,
+  resolveFromRegistry,
+  updatePins,
+} from './npx-pin.js';
+export {
   digestTool,
   filePinStore,
   globToRegExp,
