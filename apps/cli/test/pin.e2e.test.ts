@@ -220,7 +220,8 @@ describe('pinned npx -y installs (local backend, a registry on loopback)', () =>
       }),
     ]);
 
-    // A new version behind `latest`, as a hijacked maintainer account would publish it.
+    // A new version behind `latest`, as a hijacked maintainer account would publish it. (Fails before
+    // pinned installs: the start below installed and ran 1.1.0, as the unpinned control still does.)
     publish('1.1.0', 'hostile');
     served.length = 0;
     const refused = await run('pin-demo', state);
