@@ -12,12 +12,14 @@ export const builtInBackends: BackendRegistry = {
   },
   e2b: {
     summary: 'E2B Firecracker micro-VM in the cloud (needs E2B_API_KEY)',
+    // Each VM is new: nothing of a session is kept.
+    ignores: ['--state'],
     create: async (options) => (await import('@mcpsandbox/backend-e2b')).createE2BBackend(options),
   },
   vm: {
     summary: 'JavaScript MCP apps in a hardened node:vm worker, inside the local OS sandbox when usable',
     // The worker gets no files and no network of the host's: an app reaches out only through the host.
-    ignores: ['--template', '--mount', '--allow-net'],
+    ignores: ['--template', '--mount', '--allow-net', '--state'],
     create: async (options) => {
       const [{ createVmBackend }, local] = await Promise.all([
         import('@mcpsandbox/vm-sandbox'),
@@ -46,12 +48,12 @@ export const builtInBackends: BackendRegistry = {
   none: {
     summary: 'no sandbox: a plain child process (for trusted servers and measuring)',
     // The host's own files and network are all reachable anyway.
-    ignores: ['--template', '--mount', '--allow-net'],
+    ignores: ['--template', '--mount', '--allow-net', '--state'],
     create: async (options) => (await import('@mcpsandbox/backend-local')).createNoneBackend(options),
   },
   fake: {
     summary: 'in-memory fake server, no processes (for tests and examples)',
-    ignores: ['--template', '--mount', '--allow-net'],
+    ignores: ['--template', '--mount', '--allow-net', '--state'],
     create: async (options) => (await import('@mcpsandbox/backend-fake')).createFakeBackend(options),
   },
 };

@@ -1,5 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { backendProbeFrom, createSystemDoctorHost, envKeyBackendProbe, runCli } from '@mcpsandbox/cli';
+import { homedir } from 'node:os';
+import {
+  backendProbeFrom,
+  createSystemDoctorHost,
+  envKeyBackendProbe,
+  runCli,
+  type StateStore,
+} from '@mcpsandbox/cli';
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
 
 function version(): string {
@@ -7,6 +14,25 @@ function version(): string {
     version: string;
   };
   return pkg.version;
+}
+
+/** Named state lives where the local backend keeps it; the module loads only for `state`. */
+function localState(): StateStore {
+  const open = async () => {
+    const local = await import('@mcpsandbox/backend-local');
+    const root = local.defaultStateRoot(process.env, process.env.HOME ?? homedir(), process.getuid?.() === 0);
+    return { local, root };
+  };
+  return {
+    list: async () => {
+      const { local, root } = await open();
+      return { root, states: local.listStates(root) };
+    },
+    remove: async (name) => {
+      const { local, root } = await open();
+      return { root, removed: local.removeState(root, name) };
+    },
+  };
 }
 
 /** Runs the `mcp-sandbox` program on this process's stdio and resolves with its exit code. */
@@ -23,7 +49,9 @@ export function main(args: readonly string[]): Promise<number> {
       env: process.env,
       cwd: process.cwd(),
       signals: process,
+      faults: process,
     },
+    state: localState(),
     doctor: {
       host,
       // The same probe `local` runs at start: doctor's verdict and the backend's cannot disagree.

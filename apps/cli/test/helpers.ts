@@ -43,8 +43,12 @@ export interface RunResult {
 }
 
 /** Spawns the binary with raw stdio, for tests that speak bytes rather than the SDK. */
-export function spawnBin(args: string[], env: Record<string, string | undefined> = process.env) {
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+export function spawnBin(
+  args: string[],
+  env: Record<string, string | undefined> = process.env,
+  cwd: string = process.cwd(),
+) {
+  const child = spawn(process.execPath, [BIN, ...args], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
   const stdout: Buffer[] = [];
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => stdout.push(c));

@@ -1,5 +1,7 @@
+import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { UsageError } from '@mcpsandbox/core';
+import { addressRefusal, canonicalIp, hostAddresses } from './addresses.js';
 
 /** One parsed `--allow-net` entry. */
 export interface NetGrant {
@@ -86,63 +88,63 @@ function sameIp(a: string, b: string): boolean {
   return canonicalIp(a) === canonicalIp(b);
 }
 
-/** IPv4 dotted quad, or fully expanded lower-case IPv6; IPv4-mapped IPv6 becomes IPv4. */
-export function canonicalIp(ip: string): string {
-  if (isIP(ip) === 4) return ip;
-  const words = ipv6Words(ip);
-  if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) {
-    return `${words[6]! >> 8}.${words[6]! & 255}.${words[7]! >> 8}.${words[7]! & 255}`;
-  }
-  return words.map((w) => w.toString(16)).join(':');
-}
+export type Decision =
+  | { readonly allow: true; readonly address: string; readonly grant: NetGrant }
+  | { readonly allow: false; readonly reason: string };
 
-function ipv6Words(ip: string): number[] {
-  let text = ip.toLowerCase();
-  const zone = text.indexOf('%');
-  if (zone !== -1) text = text.slice(0, zone);
-  // A trailing dotted quad (::ffff:1.2.3.4) becomes two words.
-  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (quad) {
-    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const parse = (part: string) => (part ? part.split(':').map((h) => Number.parseInt(h, 16)) : []);
-  const left = parse(head);
-  const right = tail === undefined ? [] : parse(tail);
-  const fill = tail === undefined ? [] : new Array<number>(8 - left.length - right.length).fill(0);
-  return [...left, ...fill, ...right];
-}
+export type Resolver = (host: string) => Promise<readonly string[]>;
+
+const defaultResolver: Resolver = async (host) =>
+  (await lookup(host, { all: true })).map((entry) => entry.address);
 
 /**
- * Why an address must not be reached through a granted *name*: loopback, private, link-local
- * (cloud metadata lives there), carrier-grade NAT, unspecified, multicast and reserved ranges.
- * Returns undefined for a public address.
+ * Decides whether `host:port` may be reached under `grants`. A name is resolved here, on the
+ * host, once: every address must pass `addressRefusal` (a granted name that points at loopback,
+ * a private network, the metadata service or this host is refused), and the caller connects to
+ * the address that was checked, so a second lookup cannot swap it. An IP is reached when granted
+ * as that IP, or under `*` when `addressRefusal` has nothing against it. Never throws.
+ * `ownAddresses` defaults to this host's interface addresses, read at each decision.
  */
-export function privateAddressReason(ip: string): string | undefined {
-  const canonical = canonicalIp(ip);
-  if (isIP(canonical) === 4) {
-    const [a, b] = canonical.split('.').map(Number) as [number, number, number, number];
-    if (a === 127) return 'loopback';
-    if (a === 0) return 'unspecified';
-    if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) return 'private';
-    if (a === 169 && b === 254) return 'link-local (cloud metadata)';
-    if (a === 100 && b >= 64 && b <= 127) return 'carrier-grade NAT (cloud metadata)';
-    if (a === 192 && b === 0 && canonical.startsWith('192.0.0.')) return 'IETF reserved';
-    if (a >= 224) return 'multicast or reserved';
-    return undefined;
+export async function decide(
+  grants: readonly NetGrant[],
+  host: string,
+  port: number,
+  resolve: Resolver = defaultResolver,
+  ownAddresses: () => ReadonlySet<string> = hostAddresses,
+): Promise<Decision> {
+  const target = normalizeHost(host);
+  // A grant naming the IP wins over `*` listed before it: it is the user's word for that address.
+  const named = isIP(target)
+    ? matchGrant(
+        grants.filter((g) => g.kind === 'ip'),
+        target,
+        port,
+      )
+    : undefined;
+  const grant = named ?? matchGrant(grants, target, port);
+  if (!grant) return { allow: false, reason: 'not granted' };
+  if (isIP(target)) {
+    if (grant.kind === 'ip') return { allow: true, address: canonicalIp(target), grant };
+    const why = addressRefusal(target, ownAddresses());
+    if (why) return { allow: false, reason: `${why}; grant it as an explicit IP` };
+    return { allow: true, address: canonicalIp(target), grant };
   }
-  const words = ipv6Words(canonical);
-  const first = words[0]!;
-  if (words.every((w) => w === 0)) return 'unspecified';
-  if (words.slice(0, 7).every((w) => w === 0) && words[7] === 1) return 'loopback';
-  if ((first & 0xfe00) === 0xfc00) return 'private (unique local)';
-  if ((first & 0xffc0) === 0xfe80) return 'link-local';
-  if ((first & 0xff00) === 0xff00) return 'multicast';
-  // NAT64 (64:ff9b::/96) carries an IPv4 address in its last two words.
-  if (first === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0)) {
-    const v4 = `${words[6]! >> 8}.${words[6]! & 255}.${words[7]! >> 8}.${words[7]! & 255}`;
-    return privateAddressReason(v4);
+  let addresses: readonly string[];
+  try {
+    addresses = await resolve(target);
+  } catch (error) {
+    return {
+      allow: false,
+      reason: `cannot resolve: ${(error as NodeJS.ErrnoException)?.code ?? String(error)}`,
+    };
   }
-  return undefined;
+  if (!Array.isArray(addresses) || addresses.length === 0) {
+    return { allow: false, reason: 'cannot resolve: no address' };
+  }
+  const own = ownAddresses();
+  for (const address of addresses) {
+    const why = addressRefusal(String(address), own);
+    if (why) return { allow: false, reason: `resolves to ${address} (${why}); grant it as an explicit IP` };
+  }
+  return { allow: true, address: canonicalIp(addresses[0]!), grant };
 }

@@ -15,4 +15,11 @@ export {
   type ProbeOptions,
   probeLocalSandbox,
 } from './probe.js';
+export {
+  defaultStateRoot,
+  listStates,
+  removeState,
+  type StateInfo,
+  StateInUseError,
+} from './state.js';
 export { ALWAYS_HIDDEN, SANDBOX_HOME } from './view.js';

@@ -45,9 +45,11 @@ import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import { type NpxCacheOptions, prepareNpx } from './npx.js';
+import { ownFiles } from './own-files.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
 import { EgressProxy, type Resolver } from './proxy.js';
 import { buildSeccompFilter } from './seccomp.js';
+import { checkStateName, defaultStateRoot, openState, type StateDirs } from './state.js';
 import {
   type Bind,
   commandBinds,
@@ -109,8 +111,11 @@ export function parseByteSize(text: string): number | undefined {
 export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBackend {
   const logger = options.logger ?? silentLogger;
   const hostEnv = options.hostEnv ?? process.env;
-  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, maxProcesses, tmpSize, shmSize.
+  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, maxProcesses, tmpSize, shmSize,
+  // stateRoot; and from run's own flags: state (--state), autoMount (--no-auto-mount).
   const settings = options.settings ?? {};
+  const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
+  const autoMount = settings.autoMount !== 'false';
   const settingSize = (key: string): number | undefined => {
     const value = settings[key];
     if (value === undefined) return undefined;
@@ -187,7 +192,9 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           : {}),
       };
       const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
-      checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot });
+      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
+      checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
+      if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
       const sandbox = new LocalSandbox({
         spec,
         info: found,
@@ -196,6 +203,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         hostEnv,
         hostHome: home,
         stateDir,
+        ...(stateName ? { state: { root: stateRoot, name: stateName } } : {}),
+        autoMount,
         tmpSize,
         shmSize,
         npm,
@@ -253,7 +262,7 @@ export function checkMounts(mounts: readonly MountSpec[], roots: readonly string
  */
 export function checkMountsSpareHostState(
   mounts: readonly MountSpec[],
-  places: { readonly stateDir: string; readonly cacheRoot: string },
+  places: { readonly stateDir: string; readonly cacheRoot: string; readonly stateRoot?: string },
 ): void {
   const real = (path: string) => {
     try {
@@ -264,6 +273,7 @@ export function checkMountsSpareHostState(
   };
   const stateDir = real(places.stateDir);
   const cacheRoot = real(places.cacheRoot);
+  const stateRoot = places.stateRoot === undefined ? undefined : real(places.stateRoot);
   for (const mount of mounts) {
     if (mount.mode !== 'rw') continue;
     const source = real(mount.hostPath);
@@ -275,7 +285,9 @@ export function checkMountsSpareHostState(
         ? `the install cache (${cacheRoot})`
         : isInside(stateDir, source) || inState
           ? `the sandboxes' state directory (${stateDir})`
-          : undefined;
+          : stateRoot !== undefined && (isInside(stateRoot, source) || isInside(source, stateRoot))
+            ? `the servers' named state (${stateRoot})`
+            : undefined;
     if (what) {
       throw new UsageError(
         `cannot mount ${mount.hostPath} read-write: it overlaps ${what}, which only mcp-sandbox may change; ` +
@@ -297,6 +309,10 @@ interface SandboxConfig {
   readonly hostEnv: Readonly<Record<string, string | undefined>>;
   readonly hostHome: string;
   readonly stateDir: string;
+  /** `--state <name>`: the home and package copies persist there across sessions. */
+  readonly state?: { readonly root: string; readonly name: string };
+  /** Show the server's own files (see `ownFiles`). */
+  readonly autoMount: boolean;
   readonly tmpSize: number;
   readonly shmSize: number;
   readonly npm: NpxCacheOptions;
@@ -335,6 +351,9 @@ class LocalSandbox implements Sandbox {
   readonly #extraBinds: Bind[] = [];
   /** Host copies of `copy` mounts, by their index in the spec. */
   readonly #copies = new Map<number, string>();
+  readonly #state: StateDirs | undefined;
+  /** Own-file paths already announced, so that each is said once. */
+  readonly #shown = new Set<string>();
   #staged = 0;
   #closing: Promise<void> | undefined;
 
@@ -365,9 +384,13 @@ class LocalSandbox implements Sandbox {
     } finally {
       closeDir(root);
     }
-    this.#home = join(this.#root, 'home');
-    mkdirSync(this.#home, { mode: 0o700 });
-    if (runAs) chownSync(this.#home, runAs.uid, runAs.gid);
+    this.#state = config.state ? openState(config.state.root, config.state.name, runAs) : undefined;
+    if (this.#state) this.#home = this.#state.home;
+    else {
+      this.#home = join(this.#root, 'home');
+      mkdirSync(this.#home, { mode: 0o700 });
+      if (runAs) chownSync(this.#home, runAs.uid, runAs.gid);
+    }
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
   }
 
@@ -416,18 +439,74 @@ class LocalSandbox implements Sandbox {
       install: (argv, binds, network, env) => this.spawn(argv, { network, env }, { binds, install: true }),
     });
     if (result.bind) this.#extraBinds.push(result.bind);
+    if (result.bind && result.package) await this.#writableLayer(result.bind, result.package, options);
     return result.command;
   }
 
+  /**
+   * A server that writes next to its own code (server-memory keeps memory.jsonl in its dist/)
+   * gets a writable copy of its own package directory over the read-only cache entry: kept in
+   * its named state across sessions, or in this session's directory. The copy is made inside a
+   * sandbox (no network, no environment, no mounts), so the host never walks what the install
+   * scripts wrote.
+   */
+  async #writableLayer(
+    cache: Bind,
+    pkg: { readonly key: string; readonly dir: string },
+    options: PrepareOptions,
+  ): Promise<void> {
+    let copy: { readonly dir: string; readonly fresh: boolean };
+    if (this.#state) copy = this.#state.packageCopy(pkg.key);
+    else {
+      const dir = join(this.#root, 'pkg');
+      mkdirSync(dir, { mode: 0o700 });
+      const runAs = this.#config.info.runAs;
+      if (runAs) chownSync(dir, runAs.uid, runAs.gid);
+      copy = { dir, fresh: true };
+    }
+    if (copy.fresh) {
+      const target = '/run/mcp-sandbox/writable';
+      const proc = await this.spawn(
+        ['cp', '-R', '-P', '--preserve=mode,timestamps', `${pkg.dir}/.`, `${target}/`],
+        { network: { allow: [] } },
+        { binds: [cache, { source: copy.dir, dest: target, mode: 'rw' }], install: true },
+      );
+      void proc.closeStdin();
+      let said = '';
+      const drain = async (stream: AsyncIterable<Uint8Array>) => {
+        for await (const chunk of stream) said = (said + Buffer.from(chunk).toString()).slice(-1000);
+      };
+      const [status] = await Promise.all([proc.exit, drain(proc.stdout), drain(proc.stderr)]);
+      options.signal?.throwIfAborted();
+      if (status.code !== 0) {
+        throw new SandboxFailureError(
+          `could not make the server's package writable (cp exited ${status.code ?? status.signal}): ${said.trim()}`,
+          { code: 'E_PREPARE' },
+        );
+      }
+    }
+    this.#config.spec.onEvent?.({
+      type: 'writable-package',
+      dir: pkg.dir,
+      persistent: this.#state !== undefined,
+    });
+    this.#extraBinds.push({ source: copy.dir, dest: pkg.dir, mode: 'rw' });
+  }
+
   async spawn(
-    command: readonly string[],
+    requested: readonly string[],
     options: ExecOptions,
     extras: SpawnExtras,
   ): Promise<SpawnedProcess> {
     this.#assertOpen();
+    const { hostEnv, info, spec } = this.#config;
+    const own =
+      this.#config.autoMount && extras.install !== true
+        ? ownFiles(requested, process.cwd(), this.#roots, this.#config.hostHome)
+        : undefined;
+    const command = own?.command ?? requested;
     const [name] = command;
     if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
-    const { hostEnv, info, spec } = this.#config;
     const grants = options.network ? parseGrants(options.network.allow) : this.#config.grants;
     const networked = grants.length > 0;
 
@@ -450,6 +529,15 @@ class LocalSandbox implements Sandbox {
       const planned = commandBinds(found, this.#roots);
       binds.push(...planned.binds);
       if (planned.pathDir) pathDirs.push(planned.pathDir);
+    }
+    for (const bind of own?.binds ?? []) {
+      binds.push(bind);
+      if (this.#shown.has(bind.source)) continue;
+      this.#shown.add(bind.source);
+      this.#config.logger.info(
+        `showing ${bind.source} read-only at the same path: the server's own files (--no-auto-mount turns this off)`,
+      );
+      spec.onEvent?.({ type: 'auto-mount', path: bind.source });
     }
     // Our own node, for the relay and `#!/usr/bin/env node` scripts. Optional when the sandbox
     // user cannot reach it (root's ~/.nvm) and no relay is needed: the system node may do.
@@ -681,6 +769,7 @@ class LocalSandbox implements Sandbox {
       }),
     );
     removeStateDir(this.#config.stateDir, basename(this.#root), this.#rootId);
+    this.#state?.release();
   }
 }
 

@@ -110,6 +110,17 @@ export interface NpxDeps {
   ) => Promise<SpawnedProcess>;
 }
 
+/** npm's rule for package names; anything else is not used as a path, even inside the sandbox. */
+const PACKAGE_NAME = /^(@[a-z0-9~-][a-z0-9._~-]*\/)?[a-z0-9~-][a-z0-9._~-]*$/;
+
+export interface PreparedNpx {
+  readonly command: readonly string[];
+  /** The cache entry, read-only. */
+  readonly bind?: Bind;
+  /** The server's own package: its cache key and its directory inside the sandbox. */
+  readonly package?: { readonly key: string; readonly dir: string };
+}
+
 /**
  * Turns `npx -y pkg args…` into the installed binary: installs `pkg` once, inside the sandbox
  * with egress to the registry alone, into a persistent per-user cache entry; a warm entry is
@@ -123,7 +134,7 @@ export async function prepareNpx(
   command: readonly string[],
   options: PrepareOptions,
   deps: NpxDeps,
-): Promise<{ command: readonly string[]; bind?: Bind }> {
+): Promise<PreparedNpx> {
   const parsed = parseNpxCommand(command);
   if (!parsed) return { command };
   const npmConfig = await hostNpmConfig(deps.cache.hostEnv);
@@ -157,6 +168,9 @@ export async function prepareNpx(
     return {
       command: [`${inside}/node_modules/.bin/${installed.bin}`, ...parsed.args],
       bind: { source: join(entry, PREFIX), dest: inside, mode: 'ro' },
+      ...(PACKAGE_NAME.test(installed.name)
+        ? { package: { key, dir: `${inside}/node_modules/${installed.name}` } }
+        : {}),
     };
   } finally {
     closeDir(root);

@@ -36,12 +36,20 @@ describe('ownFiles', () => {
 
   it('leaves bare names, flags, missing files and visible paths alone', () => {
     expect(ownFiles(['node', '-e', 'x'], project, roots, home).binds).toEqual([]);
-    expect(ownFiles(['my-server', 'build/index.js'], project, roots, home).binds).toHaveLength(1);
+    // Another program's argument is its data: `cat ~/secret` shows nothing.
+    expect(ownFiles(['my-server', 'build/index.js'], project, roots, home).binds).toEqual([]);
+    expect(ownFiles(['cat', join(project, 'package.json')], project, roots, home).binds).toEqual([]);
     expect(ownFiles(['node', './missing.js'], project, roots, home)).toEqual({
       command: ['node', './missing.js'],
       binds: [],
     });
     expect(ownFiles(['/usr/bin/env', 'node'], project, roots, home).binds).toEqual([]);
+  });
+
+  it('never shows a credentials directory, even for an interpreter script there', () => {
+    mkdirSync(join(home, '.ssh'), { recursive: true });
+    writeFileSync(join(home, '.ssh', 'hook.py'), '');
+    expect(ownFiles(['python3', join(home, '.ssh', 'hook.py')], '/', roots, home).binds).toEqual([]);
   });
 
   it('binds a command that is itself a script in the project', () => {

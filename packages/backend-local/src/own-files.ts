@@ -1,6 +1,21 @@
 import { existsSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { type Bind, isHidden, isInside } from './view.js';
+
+/** Programs whose first argument is the server's code. Any other program's arguments are its data. */
+const INTERPRETERS = new Set(['node', 'nodejs', 'deno', 'bun', 'tsx', 'ts-node', 'python', 'python3']);
+
+/** Where credentials live: never shown, whatever the command line says. */
+const SECRET_DIRS = new Set([
+  '.ssh',
+  '.gnupg',
+  '.aws',
+  '.azure',
+  '.kube',
+  '.docker',
+  '.password-store',
+  '.netrc',
+]);
 
 export interface OwnFiles {
   /** The command with the server's own file made absolute (the sandbox starts in its own home). */
@@ -10,10 +25,12 @@ export interface OwnFiles {
 }
 
 /**
- * The server's own files: when the command, or its first argument (`node ./build/index.js`), is a
- * host file the sandbox would hide, its package root (the nearest directory with a package.json,
- * else the file's own directory) is shown read-only at the same path. Never wider: a package root
- * that is a hidden root itself or the user's home falls back to the file's directory.
+ * The server's own files: when the command is a path to a host file the sandbox would hide, or it
+ * is an interpreter whose first argument is (`node ./build/index.js`), that file's package root
+ * (the nearest directory with a package.json, else the file's own directory) is shown read-only at
+ * the same path. Never wider: a package root that is a hidden root itself or the user's home falls
+ * back to the file's directory, and nothing under a credentials directory (`~/.ssh`) is shown.
+ * Other programs' arguments are data, and stay hidden (`cat ~/secret` shows nothing).
  */
 export function ownFiles(
   command: readonly string[],
@@ -23,13 +40,17 @@ export function ownFiles(
 ): OwnFiles {
   const out = [...command];
   const binds: Bind[] = [];
-  const candidates = command[1] !== undefined && !command[1].startsWith('-') ? [0, 1] : [0];
+  const program = basename(command[0] ?? '');
+  const script = command[1] !== undefined && !command[1].startsWith('-') && INTERPRETERS.has(program);
+  const candidates = script ? [0, 1] : [0];
   for (const index of candidates) {
     const word = command[index] as string;
     // A bare name is looked up on PATH; only a path names a file of the user's.
     if (!word.includes('/')) continue;
     const file = resolve(cwd, word);
-    if (!isHidden(file, roots) || !isFile(file)) continue;
+    if (!isHidden(file, roots) || !isFile(file) || file.split('/').some((part) => SECRET_DIRS.has(part))) {
+      continue;
+    }
     out[index] = file;
     const root = packageRoot(file, roots, hostHome);
     if (!binds.some((b) => isInside(root, b.source))) binds.push({ source: root, dest: root, mode: 'ro' });

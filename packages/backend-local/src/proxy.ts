@@ -1,57 +1,11 @@
-import { lookup } from 'node:dns/promises';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
-import { connect, isIP, type Server as NetServer, type Socket } from 'node:net';
+import { connect, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SandboxEvent } from '@mcpsandbox/core';
-import { canonicalIp, matchGrant, type NetGrant, normalizeHost, privateAddressReason } from './grants.js';
+import { type Decision, decide, type NetGrant, type Resolver } from './grants.js';
+import { forwardRequestHeaders, parseAuthority, parseProxyUrl, upstreamReply } from './proxy-http.js';
 
-export type Decision =
-  | { readonly allow: true; readonly address: string; readonly grant: NetGrant }
-  | { readonly allow: false; readonly reason: string };
-
-export type Resolver = (host: string) => Promise<readonly string[]>;
-
-const defaultResolver: Resolver = async (host) =>
-  (await lookup(host, { all: true })).map((entry) => entry.address);
-
-/**
- * Decides whether `host:port` may be reached under `grants`. A name is resolved here, on the
- * host, once: every address must be public (a granted name that points at loopback, a private
- * network or the metadata service is refused), and the caller connects to the address that was
- * checked, so a second lookup cannot swap it. An IP is reached only when granted as that IP, or
- * under `*` when it is public.
- */
-export async function decide(
-  grants: readonly NetGrant[],
-  host: string,
-  port: number,
-  resolve: Resolver = defaultResolver,
-): Promise<Decision> {
-  const target = normalizeHost(host);
-  const grant = matchGrant(grants, target, port);
-  if (!grant) return { allow: false, reason: 'not granted' };
-  if (isIP(target)) {
-    if (grant.kind === 'ip') return { allow: true, address: canonicalIp(target), grant };
-    const why = privateAddressReason(target);
-    if (why) return { allow: false, reason: `${why} address; grant it as an explicit IP` };
-    return { allow: true, address: target, grant };
-  }
-  let addresses: readonly string[];
-  try {
-    addresses = await resolve(target);
-  } catch (error) {
-    return {
-      allow: false,
-      reason: `cannot resolve: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
-    };
-  }
-  if (addresses.length === 0) return { allow: false, reason: 'cannot resolve: no address' };
-  for (const address of addresses) {
-    const why = privateAddressReason(address);
-    if (why) return { allow: false, reason: `resolves to ${address} (${why}); grant it as an explicit IP` };
-  }
-  return { allow: true, address: addresses[0]!, grant };
-}
+export { type Decision, decide, type Resolver } from './grants.js';
 
 export interface EgressProxyOptions {
   readonly grants: readonly NetGrant[];
@@ -63,6 +17,10 @@ export interface EgressProxyOptions {
  * The host-side HTTP proxy a sandbox reaches for its granted egress: CONNECT tunnels (HTTPS and
  * anything else over TCP) and absolute-URI plain HTTP. It serves connections accepted on a
  * listener that lives in the sandbox's own network namespace.
+ *
+ * Both sides are the attacker's: the sandbox writes the requests, and a granted upstream may be
+ * one it controls. Every callback here is guarded: a fault ends that one exchange (502, or the
+ * connection cut) and is reported, never thrown into the host process.
  */
 export class EgressProxy {
   readonly #options: EgressProxyOptions;
@@ -74,19 +32,32 @@ export class EgressProxy {
     this.#options = options;
     this.#http = createServer();
     this.#http.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      void this.#tunnel(req, socket, head);
+      socket.on('error', () => socket.destroy());
+      this.#tunnel(req, socket, head).catch((error: unknown) => {
+        this.#fault('CONNECT', error);
+        socket.destroy();
+      });
     });
     this.#http.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      void this.#forward(req, res);
+      req.on('error', () => res.destroy());
+      res.on('error', () => res.destroy());
+      this.#forward(req, res).catch((error: unknown) => {
+        this.#fault(req.method ?? 'GET', error);
+        failReply(res, 502, 'mcp-sandbox: the proxy failed on this request');
+      });
     });
     this.#http.on('clientError', (_error, socket) => {
       socket.destroy();
     });
+    this.#http.on('error', (error) => this.#fault('listen', error));
   }
 
   /** Serves every connection `listener` accepts. */
   attach(listener: NetServer): void {
     this.#listeners.add(listener);
+    // Accept can fail (EMFILE when the sandbox opens connections without end): that refuses one
+    // connection, it does not end the host process.
+    listener.on('error', (error) => this.#fault('accept', error));
     listener.on('connection', (socket: Socket) => {
       this.#track(socket);
       this.#http.emit('connection', socket);
@@ -106,8 +77,16 @@ export class EgressProxy {
     socket.once('close', () => this.#sockets.delete(socket));
   }
 
+  #event(event: SandboxEvent): void {
+    try {
+      this.#options.onEvent?.(event);
+    } catch {
+      // A failing observer must not take the proxy (or the host) down with it.
+    }
+  }
+
   #report(method: string, host: string, port: number, decision: Decision): void {
-    this.#options.onEvent?.({
+    this.#event({
       type: 'proxy',
       decision: decision.allow ? 'allow' : 'deny',
       method,
@@ -117,29 +96,35 @@ export class EgressProxy {
     });
   }
 
+  #badUpstream(method: string, host: string, port: number, reason: string): void {
+    this.#event({ type: 'proxy', decision: 'bad-upstream', method, host, port, reason });
+  }
+
+  #fault(method: string, error: unknown): void {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    this.#event({
+      type: 'proxy',
+      decision: 'fault',
+      method,
+      reason: typeof code === 'string' ? code : 'error',
+    });
+  }
+
   async #tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    socket.on('error', () => socket.destroy());
-    const authority = parseAuthority(req.url ?? '');
-    if (!authority) {
-      refuse(socket, 400, 'bad CONNECT target');
+    const authority = parseAuthority(req.url);
+    if (!authority.ok) {
+      refuse(socket, 400, `mcp-sandbox: ${authority.reason}`);
       return;
     }
-    const decision = await decide(
-      this.#options.grants,
-      authority.host,
-      authority.port,
-      this.#options.resolve,
-    );
-    this.#report('CONNECT', authority.host, authority.port, decision);
+    const { host, port } = authority.value;
+    const decision = await decide(this.#options.grants, host, port, this.#options.resolve);
+    this.#report('CONNECT', host, port, decision);
     if (!decision.allow) {
-      refuse(
-        socket,
-        403,
-        `mcp-sandbox: egress to ${authority.host}:${authority.port} refused: ${decision.reason}`,
-      );
+      refuse(socket, 403, `mcp-sandbox: egress to ${host}:${port} refused: ${decision.reason}`);
       return;
     }
-    const upstream = connect({ host: decision.address, port: authority.port });
+    if (socket.destroyed) return;
+    const upstream = connect({ host: decision.address, port });
     this.#track(upstream);
     upstream.setTimeout(30_000, () => upstream.destroy());
     upstream.once('connect', () => {
@@ -150,7 +135,7 @@ export class EgressProxy {
       socket.pipe(upstream);
     });
     upstream.on('error', () => {
-      if (upstream.connecting) refuse(socket, 502, `mcp-sandbox: cannot connect to ${authority.host}`);
+      if (upstream.connecting) refuse(socket, 502, `mcp-sandbox: cannot connect to ${host}`);
       else socket.destroy();
     });
     upstream.on('close', () => socket.destroy());
@@ -158,86 +143,105 @@ export class EgressProxy {
   }
 
   async #forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '');
-    } catch {
-      sendText(res, 400, 'mcp-sandbox: the proxy takes absolute http:// URLs or CONNECT');
+    const method = req.method ?? 'GET';
+    const target = parseProxyUrl(req.url);
+    if (!target.ok) {
+      failReply(res, 400, `mcp-sandbox: ${target.reason}`);
       return;
     }
-    if (url.protocol !== 'http:') {
-      sendText(res, 400, 'mcp-sandbox: only http:// URLs are forwarded; use CONNECT for https');
-      return;
-    }
-    const host = url.hostname;
-    const port = url.port ? Number(url.port) : 80;
+    const { host, port, path } = target.value;
     const decision = await decide(this.#options.grants, host, port, this.#options.resolve);
-    this.#report(req.method ?? 'GET', normalizeHost(host), port, decision);
+    this.#report(method, host, port, decision);
     if (!decision.allow) {
-      sendText(res, 403, `mcp-sandbox: egress to ${normalizeHost(host)}:${port} refused: ${decision.reason}`);
+      failReply(res, 403, `mcp-sandbox: egress to ${host}:${port} refused: ${decision.reason}`);
       return;
     }
-    const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value === undefined || HOP_BY_HOP.has(name)) continue;
-      headers[name] = value;
+    const headers = forwardRequestHeaders(req.rawHeaders);
+    if (!headers.ok) {
+      failReply(res, 400, `mcp-sandbox: ${headers.reason}`);
+      return;
     }
-    const upstream = request(
-      { host: decision.address, port, method: req.method, path: `${url.pathname}${url.search}`, headers },
-      (reply) => {
-        const replyHeaders: Record<string, string | string[]> = {};
-        for (const [name, value] of Object.entries(reply.headers)) {
-          if (value === undefined || HOP_BY_HOP.has(name)) continue;
-          replyHeaders[name] = value;
-        }
-        res.writeHead(reply.statusCode ?? 502, reply.statusMessage, replyHeaders);
-        reply.pipe(res);
-      },
-    );
+    if (res.destroyed) return;
+    const upstream = request({
+      host: decision.address,
+      port,
+      method,
+      path,
+      headers: headers.value as string[],
+      // The reply's headers are checked below, before anything of it reaches the sandbox.
+      insecureHTTPParser: false,
+    });
+    upstream.on('response', (reply: IncomingMessage) => {
+      reply.on('error', () => res.destroy());
+      const checked = upstreamReply(reply.statusCode, reply.statusMessage, reply.rawHeaders);
+      if (!checked.ok) {
+        this.#badUpstream(method, host, port, checked.reason);
+        reply.destroy();
+        failReply(res, 502, `mcp-sandbox: bad reply from ${host}:${port}: ${checked.reason}`);
+        return;
+      }
+      try {
+        // The standard reason phrase, never the upstream's text.
+        res.writeHead(checked.value.status, checked.value.headers as string[]);
+      } catch (error) {
+        this.#badUpstream(method, host, port, 'reply headers refused by the HTTP writer');
+        this.#fault(method, error);
+        reply.destroy();
+        failReply(res, 502, `mcp-sandbox: bad reply from ${host}:${port}`);
+        return;
+      }
+      reply.pipe(res);
+    });
+    // Upgrades are not proxied here (CONNECT is the way to tunnel).
+    upstream.on('upgrade', (_reply: IncomingMessage, socket: Duplex) => {
+      socket.destroy();
+      this.#badUpstream(method, host, port, 'the upstream switched protocols');
+      failReply(res, 502, `mcp-sandbox: bad reply from ${host}:${port}`);
+    });
+    res.on('close', () => upstream.destroy());
     upstream.setTimeout(30_000, () => upstream.destroy(new Error('upstream timeout')));
-    upstream.on('error', () => {
-      if (!res.headersSent) sendText(res, 502, `mcp-sandbox: cannot reach ${normalizeHost(host)}`);
-      else res.destroy();
+    upstream.on('error', (error: NodeJS.ErrnoException) => {
+      // Node's parser refused the reply (a bad status line, header or framing): a bad gateway.
+      if (typeof error.code === 'string' && error.code.startsWith('HPE_')) {
+        this.#badUpstream(method, host, port, `unparsable reply (${error.code})`);
+      }
+      failReply(res, 502, `mcp-sandbox: cannot reach ${host}:${port}`);
     });
     req.pipe(upstream);
   }
 }
 
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
-
-function parseAuthority(text: string): { host: string; port: number } | undefined {
-  const match = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(text);
-  if (!match) return undefined;
-  const port = Number(match[2]);
-  if (port < 1 || port > 65535) return undefined;
-  return { host: normalizeHost(match[1]!), port };
-}
-
 function refuse(socket: Duplex, status: number, message: string): void {
+  if (socket.destroyed) return;
   const reason = status === 403 ? 'Forbidden' : status === 502 ? 'Bad Gateway' : 'Bad Request';
   const body = `${message}\n`;
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Connection: close\r\n\r\n${body}`,
-  );
+  try {
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  } catch {
+    socket.destroy();
+  }
 }
 
-function sendText(res: ServerResponse, status: number, message: string): void {
+/** Answers with a plain-text error, or cuts the connection when a reply has already begun. */
+function failReply(res: ServerResponse, status: number, message: string): void {
+  if (res.destroyed || res.writableEnded) return;
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
   const body = `${message}\n`;
-  res.writeHead(status, {
-    'content-type': 'text/plain',
-    'content-length': Buffer.byteLength(body),
-    connection: 'close',
-  });
-  res.end(body);
+  // Called from error handlers too: it must not throw whatever state the response is in.
+  try {
+    res.writeHead(status, {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    res.end(body);
+  } catch {
+    res.destroy();
+  }
 }

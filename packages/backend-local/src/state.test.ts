@@ -35,8 +35,8 @@ describe('named state', () => {
     expect(listed?.name).toBe('memory');
     expect(listed?.files).toBe(3);
 
-    expect(await removeState(root, 'memory')).toBe(true);
-    expect(await removeState(root, 'memory')).toBe(false);
+    expect(removeState(root, 'memory')).toBe(true);
+    expect(removeState(root, 'memory')).toBe(false);
     expect(existsSync(join(outside, 'keep.txt'))).toBe(true);
     expect(readdirSync(root)).toEqual([]);
   });
@@ -48,12 +48,12 @@ describe('named state', () => {
     const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
     writeFileSync(join(root, 'fs', `.session-${other.pid}`), '');
     try {
-      await expect(removeState(root, 'fs')).rejects.toBeInstanceOf(StateInUseError);
+      expect(() => removeState(root, 'fs')).toThrow(StateInUseError);
     } finally {
       other.kill('SIGKILL');
       await new Promise((resolve) => other.once('exit', resolve));
     }
     held.release();
-    expect(await removeState(root, 'fs')).toBe(true);
+    expect(removeState(root, 'fs')).toBe(true);
   });
 });

@@ -1,7 +1,18 @@
-import { chownSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { chownSync, lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError, UsageError } from '@mcpsandbox/core';
+import {
+  at,
+  closeDir,
+  HostFsError,
+  lstatAt,
+  type OpenDir,
+  openDirAt,
+  openOwnedDir,
+  removeAt,
+  renameAt,
+  writeFileAt,
+} from './host-fs.js';
 
 /**
  * Persistent state (`--state <name>`): a server's own writable area kept across sessions, one
@@ -57,7 +68,10 @@ export function checkStateName(name: string): string {
   return name;
 }
 
-/** `$XDG_STATE_HOME/mcp-sandbox/state`, `~/.local/state/…`, or /var/lib/… as root without a way to bind from /root. */
+/**
+ * `$XDG_STATE_HOME/mcp-sandbox/state`, else `~/.local/state/mcp-sandbox/state`; as root (whose
+ * sandboxes run as another user) `/var/lib/mcp-sandbox/state`, outside root's closed home.
+ */
 export function defaultStateRoot(
   hostEnv: Readonly<Record<string, string | undefined>>,
   home: string,
@@ -82,35 +96,62 @@ export function openState(
   name: string,
   runAs: { readonly uid: number; readonly gid: number } | undefined,
 ): StateDirs {
-  const dir = join(root, checkStateName(name));
-  mkdirSync(dir, { recursive: true, mode: runAs ? 0o755 : 0o700 });
-  const own = (path: string): boolean => {
-    let fresh = false;
+  checkStateName(name);
+  // As root the sandbox user passes through (0711) to the directories bound for it.
+  const mode = runAs ? 0o711 : 0o700;
+  mkdirSync(root, { recursive: true, mode });
+  const rootDir = openOwnedDir(root);
+  let dir: OpenDir | undefined;
+  try {
     try {
-      // The parent is host-owned and hidden from every sandbox: what is here, the host made.
-      if (!lstatSync(path).isDirectory()) throw new Error(`${path} is not a directory`);
+      mkdirSync(at(rootDir.fd, name), { mode });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      mkdirSync(path, { mode: 0o700 });
-      if (runAs) chownSync(path, runAs.uid, runAs.gid);
-      fresh = true;
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    return fresh;
-  };
-  const home = join(dir, 'home');
-  own(home);
-  // While any session runs with it, removal is refused: deleting a tree that a live sandbox can
-  // still change is how a planted link turns `rm -r` against the host.
-  const claim = join(dir, `${SESSION_PREFIX}${process.pid}`);
-  writeFileSync(claim, '');
-  return {
-    home,
-    release: () => rmSync(claim, { force: true }),
-    packageCopy(key) {
-      const copy = join(dir, `pkg-${key}`);
-      return { dir: copy, fresh: own(copy) };
-    },
-  };
+    dir = openDirAt(rootDir, name);
+    if (!dir || dir.stat.uid !== (process.getuid?.() ?? 0)) {
+      throw new HostFsError(`state ${name} at ${root} is not a directory of this user's`);
+    }
+    ensureSandboxDir(dir, 'home', runAs);
+    // While any session runs with it, removal is refused: deleting a tree that a live sandbox can
+    // still change is how a planted link turns `rm -r` against the host.
+    const claim = `${SESSION_PREFIX}${process.pid}`;
+    writeFileAt(dir, claim, '');
+    const path = join(root, name);
+    return {
+      home: join(path, 'home'),
+      release: () => rmSync(join(path, claim), { force: true }),
+      packageCopy(key) {
+        const entry = `pkg-${key}`;
+        const again = openOwnedDir(path);
+        try {
+          return { dir: join(path, entry), fresh: ensureSandboxDir(again, entry, runAs) };
+        } finally {
+          closeDir(again);
+        }
+      },
+    };
+  } finally {
+    closeDir(dir);
+    closeDir(rootDir);
+  }
+}
+
+/**
+ * Makes `entry` in `dir` (host-owned, never seen by a sandbox, so what is in it the host made) a
+ * directory the sandbox's user owns. True when it was created now.
+ */
+function ensureSandboxDir(
+  dir: OpenDir,
+  entry: string,
+  runAs: { readonly uid: number; readonly gid: number } | undefined,
+): boolean {
+  const found = lstatAt(dir, [entry]);
+  if (found?.isDirectory()) return false;
+  if (found) throw new HostFsError(`${entry} in the state directory is not a directory`);
+  mkdirSync(at(dir.fd, entry), { mode: 0o700 });
+  if (runAs) chownSync(at(dir.fd, entry), runAs.uid, runAs.gid);
+  return true;
 }
 
 export interface StateInfo {
@@ -160,7 +201,7 @@ function measure(path: string): { bytes: number; files: number; modified: Date }
  * Removes a named state. It is first renamed, inside the host-owned root, out of every future
  * session's reach; `rm` then unlinks links rather than following them.
  */
-export async function removeState(root: string, name: string): Promise<boolean> {
+export function removeState(root: string, name: string): boolean {
   const dir = join(root, checkStateName(name));
   const users = liveSessions(dir);
   if (users.length > 0) {
@@ -168,13 +209,22 @@ export async function removeState(root: string, name: string): Promise<boolean> 
       `state ${name} is in use by mcp-sandbox process ${users.join(', ')}; stop that session, then remove it`,
     );
   }
-  const doomed = join(root, `.removing-${name}-${process.pid}-${Date.now()}`);
+  const rootDir = (() => {
+    try {
+      return openOwnedDir(root);
+    } catch {
+      return undefined;
+    }
+  })();
+  if (!rootDir) return false;
   try {
-    renameSync(dir, doomed);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
+    if (!lstatAt(rootDir, [name])) return false;
+    // Out of every future session's reach first, then removed by descriptor, links unlinked.
+    const doomed = `.removing-${name}-${process.pid}`;
+    renameAt(rootDir, name, doomed);
+    removeAt(rootDir, doomed);
+  } finally {
+    closeDir(rootDir);
   }
-  await rm(doomed, { recursive: true, force: true });
   return true;
 }

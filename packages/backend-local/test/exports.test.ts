@@ -12,12 +12,16 @@ describe('public exports', () => {
       'SANDBOX_HOME',
       'SANDBOX_NPM_ROOT',
       'SANDBOX_PROXY_PORT',
+      'StateInUseError',
       'createBackend',
       'createLocalBackend',
       'createNoneBackend',
+      'defaultStateRoot',
       'evaluateLocalProbe',
+      'listStates',
       'parseNpxCommand',
       'probeLocalSandbox',
+      'removeState',
     ]);
   });
 

@@ -6,6 +6,7 @@ export {
 } from './backends.js';
 export { DOCTOR_UNUSABLE_EXIT } from './commands/doctor.js';
 export { addRunOptions, announce, planRun, type RunFlags, type RunPlan } from './commands/run.js';
+export { STATE_NOT_FOUND_EXIT, type StateEntry, type StateStore } from './commands/state.js';
 export {
   CONFIG_ERROR_EXIT,
   type ListedConfig,
@@ -47,7 +48,8 @@ export type {
   DoctorSetup,
   ExecResult,
 } from './doctor/types.js';
-export type { CliIo, CliOptions, SignalSource } from './options.js';
+export type { CliIo, CliOptions, FaultEvent, FaultSource, SignalSource } from './options.js';
 export { parseAllowNet, parseMount, parseSize } from './parse.js';
 export { createProgram, runCli } from './program.js';
 export { reportError } from './report.js';
+export { CRASH_DEADLINE_MS, HostFaultError, SafetyNet } from './safety-net.js';

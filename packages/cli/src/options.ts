@@ -1,11 +1,20 @@
 import type { Readable, Writable } from 'node:stream';
 import type { StopSignal } from '@mcpsandbox/core';
 import type { BackendRegistry } from './backends.js';
+import type { StateStore } from './commands/state.js';
 import type { DoctorSetup } from './doctor/types.js';
 
 export interface SignalSource {
   on(signal: StopSignal, listener: () => void): unknown;
   off(signal: StopSignal, listener: () => void): unknown;
+}
+
+export type FaultEvent = 'uncaughtException' | 'unhandledRejection';
+
+/** Where process-wide faults are reported (`process` in the binary). */
+export interface FaultSource {
+  on(event: FaultEvent, listener: (error: unknown) => void): unknown;
+  off(event: FaultEvent, listener: (error: unknown) => void): unknown;
 }
 
 /** Everything the program touches of the outside world, injected so that tests can drive it. */
@@ -17,6 +26,8 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
   readonly signals?: SignalSource;
+  /** Uncaught exceptions and unhandled rejections: a session ends on one, with exit code 125. */
+  readonly faults?: FaultSource;
 }
 
 export interface CliOptions {
@@ -27,4 +38,6 @@ export interface CliOptions {
   readonly io: CliIo;
   /** What `mcp-sandbox doctor` checks and how it probes each backend; defaults read the real machine. */
   readonly doctor?: DoctorSetup;
+  /** Named state (`run --state`, `mcp-sandbox state`); without it the state command says so. */
+  readonly state?: StateStore;
 }

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerDoctorCommand } from './commands/doctor.js';
 import { registerInspectCommand } from './commands/inspect.js';
 import { registerRunCommand } from './commands/run.js';
+import { registerStateCommand } from './commands/state.js';
 import { registerTraceCommand } from './commands/trace.js';
 import { registerUpdateCommand } from './commands/update.js';
 import { registerWrapCommands } from './commands/wrap.js';
@@ -51,5 +52,6 @@ export function createProgram(options: CliOptions, setExitCode: (code: number) =
   registerInspectCommand(program, options, setExitCode);
   registerTraceCommand(program, options, setExitCode);
   registerUpdateCommand(program, options, setExitCode);
+  registerStateCommand(program, options, setExitCode);
   return program;
 }

@@ -692,3 +692,30 @@ describe('wrap --update', () => {
     expect(entryArgs(file, 'tool')).toEqual([notes]);
   });
 });
+
+describe('wrap --keep-state', () => {
+  it("keeps each entry's writes under its own name, made a valid state name", async () => {
+    h = sandboxHome();
+    const file = join(h.project, '.mcp.json');
+    h.put(
+      file,
+      `${JSON.stringify({ mcpServers: { memory: { command: 'mem' }, 'My Notes!': { command: 'notes' } } })}\n`,
+    );
+    const result = await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--keep-state']);
+    expect(result.code).toBe(0);
+    expect(entryArgs(file, 'memory')).toEqual([
+      '-y',
+      'mcp-sandbox@1.2.3',
+      'run',
+      '--state',
+      'memory',
+      '--',
+      'mem',
+    ]);
+    expect(entryArgs(file, 'My Notes!')).toContain('My-Notes-');
+    // Without the flag, nothing persists.
+    h.put(file, `${JSON.stringify({ mcpServers: { memory: { command: 'mem' } } })}\n`);
+    await h.run(['wrap', '--client', 'claude-code', '--project', '--all']);
+    expect(entryArgs(file, 'memory')).not.toContain('--state');
+  });
+});

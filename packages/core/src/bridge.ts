@@ -57,7 +57,14 @@ export interface BridgeOptions {
   readonly policy?: ToolPolicy;
 }
 
-export type EndReason = 'server-exit' | 'client-eof' | 'client-gone' | 'ttl' | 'signal' | 'sandbox-failure';
+export type EndReason =
+  | 'server-exit'
+  | 'client-eof'
+  | 'client-gone'
+  | 'ttl'
+  | 'signal'
+  | 'sandbox-failure'
+  | 'bridge-crash';
 
 export interface BridgeResult {
   readonly exitCode: number;
@@ -73,6 +80,12 @@ export interface BridgeSession {
   readonly done: Promise<BridgeResult>;
   /** Ends the session as if the bridge received `signal`. Idempotent. */
   stop(signal: StopSignal): void;
+  /**
+   * Ends the session after a fault in the host process (an uncaught exception, an unhandled
+   * rejection): records `bridge-crash`, stops the server, answers every request in flight with
+   * -32000 and closes the sandbox; the result's exit code is 125. Idempotent.
+   */
+  crash(error: unknown): void;
 }
 
 /**
@@ -81,7 +94,11 @@ export interface BridgeSession {
  */
 export function startBridge(options: BridgeOptions): BridgeSession {
   const bridge = new Bridge(options);
-  return { done: bridge.done, stop: (signal) => bridge.stop(signal) };
+  return {
+    done: bridge.done,
+    stop: (signal) => bridge.stop(signal),
+    crash: (error) => bridge.crash(error),
+  };
 }
 
 const NEWLINE = Buffer.from('\n');
@@ -142,6 +159,10 @@ class Bridge {
 
   stop(signal: StopSignal): void {
     this.#end('signal', signal);
+  }
+
+  crash(error: unknown): void {
+    this.#end('bridge-crash', error);
   }
 
   async #start(): Promise<void> {
@@ -513,6 +534,8 @@ class Bridge {
     if (ending?.reason === 'sandbox-failure') {
       return `mcp-sandbox: the sandbox failed: ${errorMessage(ending.detail)}`;
     }
+    if (ending?.reason === 'bridge-crash')
+      return 'mcp-sandbox: internal error in the bridge; the session was closed';
     const status = this.#serverStatus;
     if (status?.error) return `mcp-sandbox: the sandbox failed: ${status.error.message}`;
     if (status) {
@@ -555,6 +578,13 @@ class Bridge {
     } else if (reason === 'sandbox-failure') {
       logger.error(errorMessage(detail));
       this.#trace?.event('sandbox-failure', { message: errorMessage(detail), code: errorCode(detail) });
+    } else if (reason === 'bridge-crash') {
+      logger.error(`internal error: ${printable(errorMessage(detail))}; closing the sandbox`);
+      this.#trace?.event('bridge-crash', {
+        message: errorMessage(detail),
+        ...(detail instanceof Error && detail.stack ? { stack: detail.stack } : {}),
+      });
+      this.#trace?.flush();
     }
     if (reason !== 'client-eof' && reason !== 'server-exit') this.#abort.abort();
     await within(this.#startup, 15_000);
@@ -638,6 +668,8 @@ class Bridge {
         return ExitCode.ttlExpired;
       case 'signal':
         return 128 + signalNumber(String(detail));
+      case 'bridge-crash':
+        return ExitCode.sandboxFailure;
       case 'sandbox-failure': {
         const code = errorCode(detail);
         // A backend that finds the user's input wanting only once it is asked (a missing key).
@@ -657,7 +689,17 @@ class Bridge {
 }
 
 function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (error instanceof Error) return error.message;
+  try {
+    return String(error);
+  } catch {
+    return 'a value that cannot be printed';
+  }
+}
+
+/** One line for a terminal: control characters (bar tab) shown as `?`. */
+function printable(text: string): string {
+  return text.replace(/[^\t\x20-\x7e\u00a0-\uffff]/g, '?');
 }
 
 function errorCode(error: unknown): string | undefined {

@@ -13,6 +13,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Command } from 'commander';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
+import { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
 import { addRunOptions, announce, planRun, type RunFlags } from './run.js';
 
@@ -72,9 +73,10 @@ async function inspectAction(
 ): Promise<number> {
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  const net = new SafetyNet(io.faults, logger);
   try {
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
-    const plan = await planRun(flags, options, logger, backendGiven);
+    const plan = await net.guard(planRun(flags, options, logger, backendGiven));
     announce(plan, logger);
     // The same bridge as `run`, with the SDK client on the other end of two in-memory pipes.
     const toServer = new PassThrough();
@@ -93,6 +95,7 @@ async function inspectAction(
       timing: { ...plan.timing, exitGraceMs: 200, drainMs: 1000 },
       ...(plan.policy ? { policy: plan.policy } : {}),
     });
+    net.attach(session);
     const transport = new PipeTransport(toServer, toClient);
     // The SDK client is loaded only here: `run`, the hot path, never pays for it.
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -101,7 +104,7 @@ async function inspectAction(
       { capabilities: {} },
     );
     let serverGone = false;
-    const ended = session.done.then((result) => {
+    const ended = net.result(session).then((result) => {
       serverGone = true;
       transport.onclose?.();
       return result;
@@ -139,6 +142,10 @@ async function inspectAction(
     }
     await transport.close();
     const result = await ended;
+    if (result.reason === 'bridge-crash') {
+      logger.error(`could not inspect the server: ${failure?.message ?? 'mcp-sandbox failed'}`);
+      return result.exitCode;
+    }
     if (!report) {
       // A server that could not start keeps the bridge's code (127 not found, 125 sandbox failure,
       // 124 TTL); a program that ran but did not speak MCP is the user's to fix, with exit 1.
@@ -159,6 +166,8 @@ async function inspectAction(
     return ExitCode.ok;
   } catch (error) {
     return reportError(error, logger);
+  } finally {
+    net.dispose();
   }
 }
 

@@ -31,6 +31,7 @@ import { type CopySummary, checkCopy, formatBytes, parseFs } from '../fs-copy.js
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';
 import { reportError } from '../report.js';
+import { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
@@ -53,6 +54,8 @@ export interface RunFlags {
   pinTools?: string;
   pinToolsStrict?: boolean;
   requireIsolation?: string;
+  state?: string;
+  autoMount?: boolean;
   quiet?: boolean;
 }
 
@@ -110,6 +113,14 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
       [],
     )
     .option('--template <name>', 'sandbox template (e2b)')
+    .option(
+      '--state <name>',
+      "keep the server's writes (its home, files next to its code) across sessions under <name>",
+    )
+    .option(
+      '--no-auto-mount',
+      "do not show the server's own files (a script under a hidden directory) read-only",
+    )
     .option('--backend-option <key=value>', 'a backend-specific setting (repeatable)', collect, [])
     .option('--allow-tool <glob>', 'show and allow only tools matching <glob> (repeatable)', collect, [])
     .option('--deny-tool <glob>', 'hide and refuse tools matching <glob> (repeatable)', collect, [])
@@ -145,6 +156,8 @@ export async function planRun(
   const allowNet = flags.allowNet.map(parseAllowNet);
   const settings: Record<string, string> = Object.fromEntries(flags.backendOption.map(parseSetting));
   if (flags.template) settings.template = flags.template;
+  if (flags.state !== undefined) settings.state = flags.state;
+  if (flags.autoMount === false) settings.autoMount = 'false';
   const maxLineBytes = flags.maxMessageSize
     ? parseSize(flags.maxMessageSize, '--max-message-size')
     : undefined;
@@ -209,6 +222,7 @@ function warnIgnoredFlags(flags: RunFlags, registry: BackendRegistry, logger: Lo
   const entry = Object.hasOwn(registry, flags.backend) ? registry[flags.backend] : undefined;
   const given: Record<BackendScopedFlag, boolean> = {
     '--template': flags.template !== undefined,
+    '--state': flags.state !== undefined,
     '--mount': flags.mount.length > 0,
     '--allow-net': flags.allowNet.length > 0,
   };
@@ -305,9 +319,10 @@ async function runAction(
 ): Promise<number> {
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  const net = new SafetyNet(io.faults, logger);
   let trace: TraceSink | undefined;
   try {
-    const plan = await planRun(flags, options, logger, backendGiven);
+    const plan = await net.guard(planRun(flags, options, logger, backendGiven));
     if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.allow.secrets });
     announce(plan, logger);
     const session = startBridge({
@@ -325,12 +340,13 @@ async function runAction(
       timing: plan.timing,
       ...(plan.policy ? { policy: plan.policy } : {}),
     });
+    net.attach(session);
     const handlers = STOP_SIGNALS.map((signal) => {
       const listener = () => session.stop(signal);
       io.signals?.on(signal, listener);
       return () => io.signals?.off(signal, listener);
     });
-    const result = await session.done;
+    const result = await net.result(session);
     for (const off of handlers) off();
     logger.debug(`session ended: ${result.reason}, exit code ${result.exitCode}`);
     return result.exitCode;
@@ -338,5 +354,6 @@ async function runAction(
     return reportError(error, logger);
   } finally {
     trace?.close();
+    net.dispose();
   }
 }

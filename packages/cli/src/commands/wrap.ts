@@ -50,6 +50,7 @@ interface WrapFlags extends RunFlags, TargetFlags {
   launcher: string;
   rw?: boolean;
   update?: boolean;
+  keepState?: boolean;
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -171,6 +172,7 @@ const OWN_OPTIONS = new Set([
   'launcher',
   'rw',
   'update',
+  'keepState',
 ]);
 
 /**
@@ -256,6 +258,7 @@ export function wrapCommandFor(
   launcher: readonly string[],
   runArgs: readonly string[],
   mounts?: { rw: boolean },
+  keepState = false,
 ): WrapCommand {
   const given = new Set<string>();
   const mounted = new Set<string>();
@@ -263,6 +266,8 @@ export function wrapCommandFor(
     if (runArgs[i] === '--env') given.add(runArgs[i + 1] as string);
     if (runArgs[i] === '--mount') mounted.add((runArgs[i + 1] as string).split(':')[0] as string);
   }
+  const stateName = keepState && !runArgs.includes('--state') ? stateNameFor(entry.name) : undefined;
+  const state = stateName ? ['--state', stateName] : [];
   const fromBlock = entry.envKeys.filter((k) => !given.has(k)).flatMap((k) => ['--env', k]);
   const server = entry.wrapped ? entry.wrapped.server : [entry.command ?? '', ...entry.args];
   const fromPaths = mounts
@@ -270,7 +275,17 @@ export function wrapCommandFor(
         .filter((m) => !mounted.has(m.path))
         .flatMap((m) => ['--mount', `${m.path}:${m.path}:${m.mode}`])
     : [];
-  return { launcher, runArgs: [...runArgs, ...fromPaths, ...fromBlock] };
+  return { launcher, runArgs: [...runArgs, ...state, ...fromPaths, ...fromBlock] };
+}
+
+/** The entry's name as a state name: what run --state accepts, or nothing. */
+export function stateNameFor(entryName: string): string | undefined {
+  const name = entryName
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/\.{2,}/g, '.')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 64);
+  return name === '' ? undefined : name;
 }
 
 function report(plan: ChangePlan, logger: Logger): void {
@@ -335,7 +350,11 @@ export function registerWrapCommands(
       '--rw',
       'mount the host paths an entry names read-write (default: read-only, but for known writers)',
     )
-    .option('--update', 'wrap already wrapped entries anew, with the options given now');
+    .option('--update', 'wrap already wrapped entries anew, with the options given now')
+    .option(
+      '--keep-state',
+      "keep each entry's writes across sessions, under its own name (run --state <name>)",
+    );
   addRunOptions(wrap, options).addHelpText(
     'after',
     `
@@ -343,7 +362,7 @@ Clients: ${clients}.
 Each chosen stdio entry keeps its name, position and other fields; its "env" keys become --env KEY
 (values stay in the env block), and each host path its arguments name that exists here becomes a
 --mount at the same path (read-only unless --rw or the server is a known writer such as
-server-filesystem). Remote (URL) entries are left alone, and so are already sandboxed ones unless
+server-filesystem); with --keep-state its writes are kept across sessions (--state <entry name>). Remote (URL) entries are left alone, and so are already sandboxed ones unless
 --update is given: then their run options are replaced by the ones given now.
 A diff goes to stderr, a timestamped backup is written next to the file, then the file is replaced
 atomically. Undo with mcp-sandbox unwrap.
@@ -360,16 +379,18 @@ Examples:
       const launcher = await resolveLauncher(flags.launcher, options.version, locateContext(options));
       const config = await requireConfig(location);
       const chosen = selection(flags, config.servers, 'wrap');
-      // Paths an entry names are carried across as mounts, where the backend applies mounts at all.
-      const backend = flags.backend;
-      const mounts = Object.hasOwn(options.backends, backend)
-        ? !options.backends[backend]?.ignores?.includes('--mount')
-        : true;
+      // Paths an entry names are carried across as mounts, and its writes are kept under its
+      // name, where the backend applies mounts and state at all.
+      const ignored = Object.hasOwn(options.backends, flags.backend)
+        ? (options.backends[flags.backend]?.ignores ?? [])
+        : [];
+      const mounts = ignored.includes('--mount') ? undefined : { rw: flags.rw ?? false };
+      const keepState = (flags.keepState ?? false) && !ignored.includes('--state');
       const marked = [...markerFor(launcher), ...runArgs];
       const plan = planWrap(
         config,
         chosen,
-        (entry) => wrapCommandFor(entry, launcher, marked, mounts ? { rw: flags.rw ?? false } : undefined),
+        (entry) => wrapCommandFor(entry, launcher, marked, mounts, keepState),
         { update: flags.update ?? false },
       );
       report(plan, logger);

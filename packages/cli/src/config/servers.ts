@@ -108,6 +108,7 @@ const VALUE_OPTIONS = new Set([
   '--mount',
   '--fs',
   '--template',
+  '--state',
   '--backend-option',
   '--trace',
   '--max-message-size',

@@ -1,0 +1,96 @@
+import { createStderrLogger, UsageError } from '@mcpsandbox/core';
+import type { Command } from 'commander';
+import type { CliOptions } from '../options.js';
+import { reportError } from '../report.js';
+
+/** A server's kept writes (`run --state <name>`), as one backend stores them. */
+export interface StateEntry {
+  readonly name: string;
+  readonly path: string;
+  readonly bytes: number;
+  readonly files: number;
+  readonly modified: Date;
+}
+
+/** Where named state lives and how to list and remove it; `apps/cli` wires the local backend's. */
+export interface StateStore {
+  list(): Promise<{ readonly root: string; readonly states: readonly StateEntry[] }>;
+  /** `removed` is false when there was no such state. Throws a SandboxError when it is in use. */
+  remove(name: string): Promise<{ readonly root: string; readonly removed: boolean }>;
+}
+
+/** Exit code of `state rm` for a name that does not exist. */
+export const STATE_NOT_FOUND_EXIT = 1;
+
+export function registerStateCommand(
+  program: Command,
+  options: CliOptions,
+  setExitCode: (code: number) => void,
+): void {
+  const state = program
+    .command('state')
+    .description("A server's writable area kept across sessions (run --state <name>): list or remove it.");
+  state
+    .command('ls')
+    .description('List the named states, with their size.')
+    .option('--json', 'machine-readable output')
+    .action(async (flags: { json?: boolean }) => {
+      const logger = createStderrLogger({ stream: options.io.stderr });
+      try {
+        const { root, states: entries } = await requireStore(options).list();
+        if (flags.json) {
+          options.io.stdout.write(`${JSON.stringify({ root, states: entries }, null, 2)}\n`);
+        } else if (entries.length === 0) {
+          options.io.stdout.write(`no named state in ${root}\n`);
+        } else {
+          const width = Math.max(4, ...entries.map((e) => e.name.length));
+          const lines = entries.map(
+            (e) =>
+              `${e.name.padEnd(width)}  ${formatBytes(e.bytes).padStart(10)}  ${String(e.files).padStart(6)} file(s)  ${e.modified.toISOString().slice(0, 19)}Z`,
+          );
+          options.io.stdout.write(`${root}\n${lines.join('\n')}\n`);
+        }
+        setExitCode(0);
+      } catch (error) {
+        setExitCode(reportError(error, logger));
+      }
+    });
+  state
+    .command('rm')
+    .description('Remove named states: what the servers kept there is deleted.')
+    .argument('<name...>', 'state names, as given to run --state')
+    .action(async (names: string[]) => {
+      const logger = createStderrLogger({ stream: options.io.stderr });
+      try {
+        const store = requireStore(options);
+        let code = 0;
+        for (const name of names) {
+          const { root, removed } = await store.remove(name);
+          if (removed) logger.info(`removed state ${name}`);
+          else {
+            logger.error(`no state named ${name} in ${root} (mcp-sandbox state ls lists them)`);
+            code = STATE_NOT_FOUND_EXIT;
+          }
+        }
+        setExitCode(code);
+      } catch (error) {
+        setExitCode(reportError(error, logger));
+      }
+    });
+}
+
+function requireStore(options: CliOptions): StateStore {
+  if (!options.state) throw new UsageError('this build of mcp-sandbox keeps no named state');
+  return options.state;
+}
+
+function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
