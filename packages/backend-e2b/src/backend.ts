@@ -67,6 +67,8 @@ interface ResolvedOptions {
   readonly npmRegistry: string | undefined;
   /** The per-user lock file of pinned `npx -y` installs. */
   readonly pinLock: string;
+  /** CA file the host trusts besides Node's roots, for asking the registry (NODE_EXTRA_CA_CERTS). */
+  readonly extraCa: string | undefined;
 }
 
 /**
@@ -117,6 +119,7 @@ function resolveOptions(options: E2BBackendOptions): ResolvedOptions {
     logger: options.logger ?? silentLogger,
     npmRegistry: text(settings.npmRegistry),
     pinLock: defaultPinLockFile(env, env.HOME ?? homedir()),
+    extraCa: text(env.NODE_EXTRA_CA_CERTS),
   };
 }
 
@@ -196,6 +199,7 @@ async function createSandbox(
         registry: options.npmRegistry ?? DEFAULT_NPM_REGISTRY,
         lockFile: options.pinLock,
         logger: options.logger,
+        trust: { caFiles: [options.extraCa] },
       }),
     ...(options.npmRegistry ? { npmRegistry: options.npmRegistry } : {}),
   });

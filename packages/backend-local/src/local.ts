@@ -430,9 +430,10 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
-      pin: (spec, registry) =>
+      pin: (spec, registry, trust) =>
         pinNpxSpec(spec, {
           registry,
+          trust,
           lockFile: defaultPinLockFile(this.#config.hostEnv, this.#config.hostHome),
           logger: this.#config.logger,
         }),

@@ -5,6 +5,7 @@ import { basename, join } from 'node:path';
 import {
   type NetworkSpec,
   type PrepareOptions,
+  type RegistryTrust,
   type SandboxEvent,
   SandboxFailureError,
   SetupFailedError,
@@ -97,7 +98,7 @@ export interface NpxDeps {
   readonly runAs: { readonly uid: number; readonly gid: number } | undefined;
   readonly onEvent: ((event: SandboxEvent) => void) | undefined;
   /** Turns the command's spec into the exact one to install (pinned installs); absent: as given. */
-  readonly pin?: (spec: string, registry: string) => Promise<string>;
+  readonly pin?: (spec: string, registry: string, trust: RegistryTrust) => Promise<string>;
   /**
    * Runs an install step in the sandbox with `binds` and only `network` for egress: no other
    * environment, no mounts of the spec, no other cache entry.
@@ -140,7 +141,12 @@ export async function prepareNpx(
   const npmConfig = await hostNpmConfig(deps.cache.hostEnv);
   const registry = normalizeRegistry(deps.cache.registry ?? npmConfig.registry);
   // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
-  const spec = deps.pin ? await deps.pin(parsed.spec, registry) : parsed.spec;
+  const spec = deps.pin
+    ? await deps.pin(parsed.spec, registry, {
+        caFiles: [npmConfig.cafile, deps.cache.hostEnv.NODE_EXTRA_CA_CERTS],
+        strictSsl: npmConfig.strictSsl,
+      })
+    : parsed.spec;
   const key = cacheKey(registry, spec);
   const entry = join(deps.cache.cacheRoot, key);
   const inside = `${SANDBOX_NPM_ROOT}/${key}`;

@@ -92,6 +92,7 @@ export {
   parseRegistrySpec,
   pinNpxSpec,
   RegistryError,
+  type RegistryTrust,
   type Resolution,
   readPinLock,
   resolveFromRegistry,

@@ -5,11 +5,15 @@ import {
   fstatSync,
   mkdirSync,
   openSync,
+  readFileSync,
   readSync,
   renameSync,
   writeFileSync,
 } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { dirname, join } from 'node:path';
+import { rootCertificates } from 'node:tls';
 import { SandboxError, UsageError } from './errors.js';
 import type { Logger } from './logger.js';
 
@@ -101,25 +105,19 @@ export async function resolveFromRegistry(
   registry: string,
   name: string,
   selector: NpmSelector,
-  options: { full?: boolean; timeoutMs?: number } = {},
+  options: { full?: boolean; timeoutMs?: number; trust?: RegistryTrust } = {},
 ): Promise<Resolution> {
   const url = new URL(name.replace('/', '%2f'), registry.endsWith('/') ? registry : `${registry}/`);
   let body: unknown;
   try {
-    const response = await fetch(url, {
-      headers: {
-        accept: options.full
-          ? 'application/json'
-          : 'application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8',
-      },
-      redirect: 'error',
-      signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
-    });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    const declared = Number(response.headers.get('content-length') ?? 0);
-    if (declared > MAX_PACKUMENT_BYTES) throw new Error('the answer is too large');
-    const text = await response.text();
-    if (text.length > MAX_PACKUMENT_BYTES) throw new Error('the answer is too large');
+    const text = await getText(
+      url,
+      options.full
+        ? 'application/json'
+        : 'application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8',
+      options.timeoutMs ?? 30_000,
+      options.trust ?? {},
+    );
     body = JSON.parse(text);
   } catch (error) {
     throw new RegistryError(`cannot ask ${registry} about ${name}: ${(error as Error).message}`, {
@@ -145,6 +143,63 @@ export async function resolveFromRegistry(
     integrity,
     ...(typeof published === 'string' && ISO_DATE.test(published) ? { published } : {}),
   };
+}
+
+/** The TLS trust npm itself would use for the registry (its cafile, NODE_EXTRA_CA_CERTS, strict-ssl). */
+export interface RegistryTrust {
+  /** PEM files trusted on top of Node's own roots. */
+  readonly caFiles?: readonly (string | undefined)[];
+  /** `false` only when npm's `strict-ssl` is off. */
+  readonly strictSsl?: boolean;
+}
+
+/** One GET, no redirects, bounded in size and time; the CA files npm trusts are trusted here too. */
+function getText(url: URL, accept: string, timeoutMs: number, trust: RegistryTrust): Promise<string> {
+  const extra = (trust.caFiles ?? []).flatMap((file) => {
+    if (!file) return [];
+    try {
+      return [readFileSync(file, 'utf8')];
+    } catch {
+      return [];
+    }
+  });
+  const get = url.protocol === 'http:' ? httpGet : httpsGet;
+  return new Promise((resolve, reject) => {
+    const request = get(
+      url,
+      {
+        headers: { accept },
+        timeout: timeoutMs,
+        ...(url.protocol === 'https:'
+          ? {
+              ...(extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {}),
+              rejectUnauthorized: trust.strictSsl !== false,
+            }
+          : {}),
+      },
+      (response) => {
+        if (response.statusCode !== 200) {
+          response.resume();
+          reject(new Error(`HTTP ${response.statusCode}`));
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_PACKUMENT_BYTES) {
+            request.destroy(new Error('the answer is too large'));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        response.on('error', reject);
+      },
+    );
+    request.on('timeout', () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    request.on('error', reject);
+  });
 }
 
 interface LockFile {
@@ -222,6 +277,7 @@ export interface PinOptions {
   readonly registry: string;
   readonly lockFile: string;
   readonly logger?: Logger;
+  readonly trust?: RegistryTrust;
 }
 
 /**
@@ -232,11 +288,11 @@ export interface PinOptions {
 export async function pinNpxSpec(spec: string, options: PinOptions): Promise<string> {
   const parsed = parseRegistrySpec(spec);
   if (!parsed) return spec;
-  const { registry, lockFile, logger } = options;
+  const { registry, lockFile, logger, trust } = options;
   const pinned = readPinLock(lockFile).pins.find((pin) => sameKey(pin, registry, spec));
   let now: Resolution;
   try {
-    now = await resolveFromRegistry(registry, parsed.name, parsed.selector);
+    now = await resolveFromRegistry(registry, parsed.name, parsed.selector, trust ? { trust } : {});
   } catch (error) {
     // Offline with a pin: its version is what would be installed anyway (or is cached).
     if (pinned && error instanceof RegistryError) {
@@ -287,13 +343,17 @@ export interface PinUpdate {
  * `mcp-sandbox update <pkg>`: resolves every pin of `name` again (with publish dates), re-pins
  * each to what the registry serves now, and returns what changed.
  */
-export async function updatePins(name: string, lockFile: string): Promise<PinUpdate[]> {
+export async function updatePins(
+  name: string,
+  lockFile: string,
+  trust: RegistryTrust = {},
+): Promise<PinUpdate[]> {
   const pins = readPinLock(lockFile).pins.filter((pin) => pin.name === name);
   const updates: PinUpdate[] = [];
   for (const pin of pins) {
     const parsed = parseRegistrySpec(pin.spec);
     if (!parsed) continue;
-    const to = await resolveFromRegistry(pin.registry, pin.name, parsed.selector, { full: true });
+    const to = await resolveFromRegistry(pin.registry, pin.name, parsed.selector, { full: true, trust });
     let fromPublished: string | undefined;
     if (pin.version !== to.version) {
       fromPublished = (

@@ -48,7 +48,9 @@ async function updateAction(name: string, options: CliOptions): Promise<number> 
     const names = [...new Set(known.map((pin) => pin.name))].join(', ') || '(none)';
     throw new UsageError(`no pinned package named ${name} in ${lockFile}; pinned: ${names}`);
   }
-  for (const update of await updatePins(name, lockFile)) io.stdout.write(`${describeUpdate(update)}\n`);
+  const trust = { caFiles: [io.env.NODE_EXTRA_CA_CERTS] };
+  for (const update of await updatePins(name, lockFile, trust))
+    io.stdout.write(`${describeUpdate(update)}\n`);
   io.stdout.write(`re-pinned in ${lockFile}\n`);
   return ExitCode.ok;
 }
