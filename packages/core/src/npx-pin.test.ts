@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defaultPinLockFile, parseRegistrySpec, readPinLock } from './npx-pin.js';
+import { defaultPinLockFile, parseRegistrySpec, pinNpxSpec, RegistryError, readPinLock } from './npx-pin.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcpsandbox-pin-unit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -40,5 +42,28 @@ describe('npx pins', () => {
   it('keeps the lock per user: XDG_STATE_HOME, else ~/.local/state', () => {
     expect(defaultPinLockFile({ XDG_STATE_HOME: '/s' }, '/h')).toBe('/s/mcp-sandbox/npx-lock.json');
     expect(defaultPinLockFile({}, '/h')).toBe('/h/.local/state/mcp-sandbox/npx-lock.json');
+  });
+
+  it('starts a pinned package offline, but never on an answer that is not a packument', async () => {
+    const lockFile = join(dir, 'lock.json');
+    const integrity = `sha512-${'A'.repeat(86)}==`;
+    // A registry that answers with something else than a packument.
+    const server = createServer((_req, res) => res.writeHead(200).end('<html>not json</html>'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const garbage = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    writeFileSync(
+      lockFile,
+      JSON.stringify({
+        v: 1,
+        pins: [{ registry: garbage, spec: 'pkg', name: 'pkg', version: '1.0.0', integrity, pinnedAt: 'x' }],
+      }),
+    );
+    await expect(pinNpxSpec('pkg', { registry: garbage, lockFile })).rejects.toBeInstanceOf(RegistryError);
+    await new Promise((resolve) => server.close(resolve));
+    // The same registry gone: the pinned version, with a warning.
+    const warnings: string[] = [];
+    const logger = { debug() {}, info() {}, error() {}, warn: (m: string) => warnings.push(m) };
+    expect(await pinNpxSpec('pkg', { registry: garbage, lockFile, logger })).toBe('pkg@1.0.0');
+    expect(warnings.join('')).toContain('using the pinned pkg@1.0.0');
   });
 });

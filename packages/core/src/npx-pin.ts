@@ -49,8 +49,12 @@ export class PinChangedError extends SandboxError {
 
 /** The registry could not be asked, or answered something that is not a valid packument. */
 export class RegistryError extends SandboxError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** No answer at all (offline), as opposed to an answer that is not a valid packument. */
+  readonly unreachable: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; unreachable?: boolean }) {
     super('E_REGISTRY', message, options);
+    this.unreachable = options?.unreachable ?? false;
   }
 }
 
@@ -120,8 +124,10 @@ export async function resolveFromRegistry(
     );
     body = JSON.parse(text);
   } catch (error) {
+    const unreachable = !(error instanceof SyntaxError) && !/^HTTP |too large/.test((error as Error).message);
     throw new RegistryError(`cannot ask ${registry} about ${name}: ${(error as Error).message}`, {
       cause: error,
+      unreachable,
     });
   }
   const doc = body as {
@@ -294,8 +300,9 @@ export async function pinNpxSpec(spec: string, options: PinOptions): Promise<str
   try {
     now = await resolveFromRegistry(registry, parsed.name, parsed.selector, trust ? { trust } : {});
   } catch (error) {
-    // Offline with a pin: its version is what would be installed anyway (or is cached).
-    if (pinned && error instanceof RegistryError) {
+    // Offline with a pin: its version is what would be installed anyway (or is cached). An
+    // answer that is not a valid packument is no reason to skip the check: that fails closed.
+    if (pinned && error instanceof RegistryError && error.unreachable) {
       logger?.warn(`${error.message}; using the pinned ${pinned.name}@${pinned.version}`);
       return `${pinned.name}@${pinned.version}`;
     }
