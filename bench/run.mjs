@@ -174,13 +174,21 @@ async function each(section, list, run) {
   return out;
 }
 
-/** Direct and none first, then none with --trace, then the other backends. */
-function withTrace(tracePath) {
+/**
+ * Direct and none first, then none with --trace and none with a tool policy (every server line
+ * read in full: the cost of `--deny-tool`; the glob matches none of the server's tools), then the
+ * other backends.
+ */
+function withVariants(tracePath) {
   const [first, second, ...rest] = Object.entries(targets);
   const trace = bridgeTarget('none + trace', 'none', { nodeOptions, extraArgs: ['--trace', tracePath] });
   // A traced second of 1 MiB results is a few hundred MB of trace: keep the temp dir small.
   trace.afterSlice = () => truncateSync(tracePath, 0);
-  return [first, second, ['none + trace', trace], ...rest];
+  const policy = bridgeTarget('none + deny-tool', 'none', {
+    nodeOptions,
+    extraArgs: ['--deny-tool', 'admin-*'],
+  });
+  return [first, second, ['none + trace', trace], ['none + deny-tool', policy], ...rest];
 }
 const ordered = Object.entries(targets);
 
@@ -207,8 +215,8 @@ for (const [suite, measure, setting] of [
   const trace = tempTrace();
   const awake = suite === 'latency' && flags['keep-cpus-awake'] ? keepCpusAwake() : undefined;
   try {
-    log(`${suite}: ${Object.keys(targets).join(', ')}, none + trace (interleaved)`);
-    results[suite] = await measure(withTrace(trace.path), server, setting, log);
+    log(`${suite}: ${Object.keys(targets).join(', ')}, none + trace, none + deny-tool (interleaved)`);
+    results[suite] = await measure(withVariants(trace.path), server, setting, log);
   } finally {
     awake?.();
     trace.dispose();

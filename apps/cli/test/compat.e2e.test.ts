@@ -119,8 +119,11 @@ describe('--fs path[:to]: a private writable copy, as in 0.2', () => {
       // The server's stderr is told apart from mcp-sandbox's own: prefixed, its control characters
       // shown, so its "\r" and erase-line cannot paint "mcp-sandbox: error: spoofed" over the prefix.
       // (Fails before the [sandbox] prefix: the raw line reached the terminal.)
-      expect(stderr()).toContain('[sandbox] fs-server ready\\r\\x1b[2Kmcp-sandbox: error: spoofed\n');
+      expect(stderr()).toMatch(/\[sandbox\] fs-server ready\\(r|x0d)\\x1b\[2Kmcp-sandbox: error: spoofed\n/);
       expect(stderr()).not.toMatch(/^mcp-sandbox: error: spoofed/m);
+      // A line that merely says it is ours is prefixed too.
+      expect(stderr()).toContain('[sandbox] mcp-sandbox: error: plain spoof\n');
+      expect(stderr()).not.toMatch(/^mcp-sandbox: error: plain spoof/m);
       expect(stderr()).not.toContain('\r');
       expect(stderr()).not.toContain('\u001b');
       // Control: the server really wrote those bytes (the trace keeps them as they were).

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { FAKE_API_KEY, type FakeE2B, startFakeE2B } from '@mcpsandbox/backend-e2b/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, EVERYTHING, spawnBin } from './helpers.js';
@@ -46,5 +48,40 @@ describe('mcp-sandbox run --backend e2b (offline, against the fake)', () => {
     expect(result.stderr).toMatch(/E2B_API_KEY/);
     expect(result.stderr).not.toMatch(/\n\s+at /);
     expect(fake.requests.slice(before).filter((r) => r.startsWith('POST'))).toEqual([]);
+  });
+
+  // Fails before the clamp: envd's exit code 256 became the binary's exit code, which is 0.
+  it('an exit code outside 0-255 from envd makes the binary exit 125, not 0', async () => {
+    fake.attack({ match: 'exit-256', end: { exitCode: 256, exited: true, status: 'exit status 256' } });
+    const run = spawnBin(['run', '--backend', 'e2b', '--', 'sh', '-c', 'exit 0 # exit-256'], {
+      PATH: process.env.PATH,
+      ...e2bEnv(),
+    });
+    const result = await run.result;
+    expect(result.code).toBe(125);
+  });
+
+  // Fails before endpoints came only from the environment: a config's backend option sent the key.
+  it('--backend-option apiUrl=… is refused with exit 2, and the key goes nowhere', async () => {
+    const keys: string[] = [];
+    const evil = createServer((req, res) => {
+      keys.push(String(req.headers['x-api-key'] ?? ''));
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(evil.address() as AddressInfo).port}`;
+      const run = spawnBin(
+        ['run', '--backend', 'e2b', '--backend-option', `apiUrl=${url}`, '--', 'node', EVERYTHING],
+        { PATH: process.env.PATH, ...e2bEnv() },
+      );
+      const result = await run.result;
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/E2B_API_URL in the environment/);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(keys).toEqual([]);
+    } finally {
+      await new Promise((resolve) => evil.close(resolve));
+    }
   });
 });

@@ -3,6 +3,7 @@ import {
   AbortedError,
   type BackendFactoryOptions,
   type CreateOptions,
+  createRedactor,
   defaultPinLockFile,
   type Logger,
   pinNpxSpec,
@@ -14,6 +15,8 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 import { Sandbox as SdkSandbox } from 'e2b';
+import { resolveEndpoints } from './endpoints.js';
+import { DEFAULT_MAX_FRAME_BYTES, EnvdClient, envdEndpoint } from './envd.js';
 import { wrapE2BError } from './errors.js';
 import { DEFAULT_MOUNT_LIMITS, planCopy } from './mounts.js';
 import { toE2BEgress } from './network.js';
@@ -30,18 +33,23 @@ export interface E2BBackendOptions extends BackendFactoryOptions {
   readonly apiKey?: string;
   /** Template (name or id) the VM boots from. Default `base`; settings key `template`. */
   readonly template?: string;
-  /** E2B domain, e.g. for self-hosted E2B. Defaults to `E2B_DOMAIN`, then the SDK's `e2b.app`. */
+  /**
+   * E2B domain, e.g. for self-hosted E2B. Defaults to `E2B_DOMAIN`, then `e2b.app`. Endpoints
+   * are never taken from `settings` (a project's config could send the key elsewhere).
+   */
   readonly domain?: string;
-  /** Control-plane API URL. Defaults to `E2B_API_URL`, then `https://api.<domain>`. */
+  /** Control-plane API URL (HTTPS; HTTP only on loopback). Defaults to `E2B_API_URL`, then `https://api.<domain>`. */
   readonly apiUrl?: string;
-  /** URL of envd in every sandbox (one URL routed by header). Defaults to `E2B_SANDBOX_URL`. */
+  /** URL of envd in every sandbox (HTTPS; HTTP only on loopback). Defaults to `E2B_SANDBOX_URL`. */
   readonly sandboxUrl?: string;
   /** Timeout of each API request in milliseconds (default 60 s). Settings key `requestTimeoutMs`. */
   readonly requestTimeoutMs?: number;
-  /** Cap on bytes copied in through mounts (default 100 MiB). Settings key `maxMountBytes`. */
+  /** Cap on bytes copied in through mounts (default 50 MB). Settings key `maxMountBytes`. */
   readonly maxMountBytes?: number;
-  /** Cap on files copied in through mounts (default 10 000). Settings key `maxMountFiles`. */
+  /** Cap on files and directories copied in through mounts (default 2 000). Settings key `maxMountFiles`. */
   readonly maxMountFiles?: number;
+  /** Cap on one frame of a process stream from envd (default 4 MiB). Settings key `maxFrameBytes`. */
+  readonly maxFrameBytes?: number;
   /**
    * Hosts an `npx -y` install in `prepare` may reach while it runs, when the spec grants less
    * (default `registry.npmjs.org`; settings key `installHosts`, comma separated, empty for none).
@@ -54,12 +62,11 @@ export interface E2BBackendOptions extends BackendFactoryOptions {
 interface ResolvedOptions {
   readonly apiKey: string | undefined;
   readonly template: string;
-  readonly domain: string | undefined;
-  readonly apiUrl: string | undefined;
-  readonly sandboxUrl: string | undefined;
+  readonly endpoints: ReturnType<typeof resolveEndpoints>;
   readonly requestTimeoutMs: number;
   readonly maxMountBytes: number;
   readonly maxMountFiles: number;
+  readonly maxFrameBytes: number;
   readonly installHosts: readonly string[];
   readonly installTimeoutMs: number;
   readonly logger: Logger;
@@ -82,7 +89,7 @@ export function createE2BBackend(options: E2BBackendOptions = {}): SandboxBacken
     id: 'e2b',
     isolation: 'microvm',
     describe: () =>
-      `E2B Firecracker micro-VM (template ${resolved.template}, ${resolved.apiUrl ?? `api.${resolved.domain ?? 'e2b.app'}`})`,
+      `E2B Firecracker micro-VM (template ${resolved.template}; API key sent to ${resolved.endpoints.keyHost})`,
     create: (spec, createOptions) => createSandbox(resolved, spec, createOptions),
   };
 }
@@ -97,23 +104,31 @@ function resolveOptions(options: E2BBackendOptions): ResolvedOptions {
   return {
     apiKey: text(options.apiKey) ?? text(env.E2B_API_KEY),
     template: text(options.template) ?? text(settings.template) ?? DEFAULT_TEMPLATE,
-    domain: text(options.domain) ?? text(settings.domain) ?? text(env.E2B_DOMAIN),
-    apiUrl: text(options.apiUrl) ?? text(settings.apiUrl) ?? text(env.E2B_API_URL),
-    sandboxUrl: text(options.sandboxUrl) ?? text(settings.sandboxUrl) ?? text(env.E2B_SANDBOX_URL),
+    endpoints: resolveEndpoints({
+      domain: text(options.domain) ?? text(env.E2B_DOMAIN),
+      apiUrl: text(options.apiUrl) ?? text(env.E2B_API_URL),
+      // The SDK reads E2B_SANDBOX_URL from this process's environment when it is given none.
+      sandboxUrl: text(options.sandboxUrl) ?? text(env.E2B_SANDBOX_URL) ?? text(process.env.E2B_SANDBOX_URL),
+      settings,
+    }),
     requestTimeoutMs:
       options.requestTimeoutMs ?? positive(settings, 'requestTimeoutMs') ?? DEFAULT_REQUEST_TIMEOUT_MS,
     maxMountBytes:
       options.maxMountBytes ?? positive(settings, 'maxMountBytes') ?? DEFAULT_MOUNT_LIMITS.maxBytes,
     maxMountFiles:
       options.maxMountFiles ?? positive(settings, 'maxMountFiles') ?? DEFAULT_MOUNT_LIMITS.maxFiles,
-    installHosts:
-      options.installHosts ??
-      (settings.installHosts === undefined
-        ? [NPM_REGISTRY_HOST]
-        : settings.installHosts
-            .split(',')
-            .map((host) => host.trim())
-            .filter(Boolean)),
+    maxFrameBytes: options.maxFrameBytes ?? positive(settings, 'maxFrameBytes') ?? DEFAULT_MAX_FRAME_BYTES,
+    installHosts: [
+      ...(options.installHosts ??
+        (settings.installHosts === undefined
+          ? [NPM_REGISTRY_HOST]
+          : settings.installHosts
+              .split(',')
+              .map((host) => host.trim())
+              .filter(Boolean))),
+      // `--install-allow-net`: more hosts for the install step, on top of the registry.
+      ...(settings.installAllowNet ?? '').split(',').filter(Boolean),
+    ],
     installTimeoutMs:
       options.installTimeoutMs ?? positive(settings, 'installTimeoutMs') ?? DEFAULT_INSTALL_TIMEOUT_MS,
     logger: options.logger ?? silentLogger,
@@ -149,9 +164,17 @@ async function createSandbox(
     requestTimeoutMs: options.requestTimeoutMs,
     maxMountBytes: options.maxMountBytes,
     maxMountFiles: options.maxMountFiles,
+    maxFrameBytes: options.maxFrameBytes,
     installTimeoutMs: options.installTimeoutMs,
   })) {
     if (Number.isNaN(value)) throw new UsageError(`e2b setting ${key} must be a positive integer`);
+  }
+  const endpoints = options.endpoints;
+  if (endpoints.error) throw endpoints.error;
+  if (endpoints.overridden) {
+    options.logger.info(
+      `e2b: the API key is sent to ${endpoints.keyHost} (set by E2B_API_URL or E2B_DOMAIN)`,
+    );
   }
   if (!Number.isFinite(spec.ttlMs) || spec.ttlMs <= 0)
     throw new UsageError('the sandbox TTL must be positive');
@@ -171,9 +194,9 @@ async function createSandbox(
       apiKey: options.apiKey,
       // Explicit values so the SDK does not fall back to this process's own environment.
       debug: false,
-      domain: options.domain ?? 'e2b.app',
-      apiUrl: options.apiUrl ?? `https://api.${options.domain ?? 'e2b.app'}`,
-      ...(options.sandboxUrl ? { sandboxUrl: options.sandboxUrl } : {}),
+      domain: endpoints.domain,
+      apiUrl: endpoints.apiUrl,
+      ...(endpoints.sandboxUrl ? { sandboxUrl: endpoints.sandboxUrl } : {}),
       requestTimeoutMs: options.requestTimeoutMs,
       // E2B kills the VM at this deadline whatever happens to this host.
       timeoutMs: spec.ttlMs,
@@ -189,7 +212,19 @@ async function createSandbox(
       throw new AbortedError('sandbox creation was aborted', { cause: error });
     throw wrapE2BError(error, `create a sandbox from template '${options.template}'`);
   }
-  const sandbox = new E2BSandbox(sdk, spec, {
+  let envd: EnvdClient;
+  try {
+    envd = new EnvdClient(envdEndpoint(sdk), {
+      maxFrameBytes: options.maxFrameBytes,
+      requestTimeoutMs: options.requestTimeoutMs,
+      redact: createRedactor(Object.values(spec.env)),
+    });
+  } catch (error) {
+    await sdk.kill().catch(() => undefined);
+    throw error;
+  }
+  // Mounts are planned (and refused) before the VM exists, but copied in only after the install.
+  const sandbox = new E2BSandbox(sdk, envd, spec, {
     logger: options.logger,
     requestTimeoutMs: options.requestTimeoutMs,
     installHosts: egress.network || egress.allowInternetAccess === false ? options.installHosts : [],
@@ -202,17 +237,12 @@ async function createSandbox(
         trust: { caFiles: [options.extraCa] },
       }),
     ...(options.npmRegistry ? { npmRegistry: options.npmRegistry } : {}),
+    plan,
   });
   spec.onEvent?.({ type: 'network', scope: 'sandbox', egress: egress.summary });
-  try {
-    if (plan.files.length > 0) {
-      await sandbox.upload(plan);
-      spec.onEvent?.({ type: 'mounts-copied', files: plan.files.length, bytes: plan.totalBytes });
-    }
-    if (createOptions.signal?.aborted) throw new AbortedError('sandbox creation was aborted');
-  } catch (error) {
+  if (createOptions.signal?.aborted) {
     await sandbox.close();
-    throw error;
+    throw new AbortedError('sandbox creation was aborted');
   }
   return sandbox;
 }

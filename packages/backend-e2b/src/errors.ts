@@ -13,6 +13,7 @@ import {
   TemplateError,
   TimeoutError,
 } from 'e2b';
+import { oneLine } from './text.js';
 
 /** Stable codes this backend reports, on top of core's. */
 export const E2B_ERROR_CODES = {
@@ -32,6 +33,10 @@ export const E2B_ERROR_CODES = {
   install: 'E_E2B_INSTALL',
   /** E2B's egress rules cannot express a requested network grant. */
   networkUnsupported: 'E_E2B_NETWORK_UNSUPPORTED',
+  /** envd (inside the VM) broke the protocol: a frame or answer over its cap, or malformed. */
+  protocol: 'E_E2B_PROTOCOL',
+  /** A mounted file changed between planning and upload (swapped, grown, not a file any more). */
+  mountChanged: 'E_E2B_MOUNT_CHANGED',
   /** Anything else the SDK or E2B reported. */
   other: 'E_E2B',
 } as const;
@@ -44,7 +49,7 @@ export type E2BErrorCode = (typeof E2B_ERROR_CODES)[keyof typeof E2B_ERROR_CODES
  */
 export function wrapE2BError(error: unknown, doing: string): SandboxError {
   if (isSandboxError(error)) return error;
-  const detail = oneLine(error instanceof Error ? error.message : String(error));
+  const detail = oneLine(error);
   if (error instanceof AuthenticationError) {
     return new BackendUnavailableError(
       `E2B refused the API key while trying to ${doing}: check E2B_API_KEY (https://e2b.dev/dashboard?tab=keys)`,
@@ -104,9 +109,4 @@ function isUnreachable(error: unknown): boolean {
     code === 'ENOTFOUND' ||
     code === 'EAI_AGAIN'
   );
-}
-
-function oneLine(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }

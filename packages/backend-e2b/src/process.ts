@@ -8,18 +8,19 @@ import {
   SandboxFailureError,
   type SandboxProcess,
 } from '@mcpsandbox/core';
-import { CommandExitError, NotFoundError, type Sandbox as SdkSandbox } from 'e2b';
+import { NotFoundError, type Sandbox as SdkSandbox } from 'e2b';
 import { ByteQueue } from './byte-queue.js';
+import { type EnvdClient, EnvdError, type ProcessEvent } from './envd.js';
 import { E2B_ERROR_CODES, wrapE2BError } from './errors.js';
-import { processRpc, type StartResponse, wrapRpcError } from './rpc.js';
+import { toExitStatus } from './exit-status.js';
+import { runHelper } from './helper.js';
 import { toExecLine } from './shell.js';
+import { oneLine } from './text.js';
 
 /** Output buffered per stream before the event stream is paused. */
 const OUTPUT_HIGH_WATER = 1024 * 1024;
 /** Largest stdin batch sent in one SendInput call (queued writes are coalesced, in order). */
 const STDIN_BATCH = 1024 * 1024;
-/** envd sends a keepalive on an idle stream this often, so proxies never reap a quiet server. */
-const KEEPALIVE_SECONDS = '50';
 
 export interface StartOptions {
   readonly envs: Record<string, string>;
@@ -27,51 +28,49 @@ export interface StartOptions {
   readonly logger: Logger;
   readonly onEvent?: (event: SandboxEvent) => void;
   readonly requestTimeoutMs: number;
+  /** Applied to any text from the VM before it is logged. */
+  readonly redact: (text: string) => string;
 }
 
 /**
  * Starts `argv` in the VM through envd and adapts it to the contract. The command runs with stdin
- * enabled and no command timeout (the SDK's defaults, stdin off and 60 s, would each silently kill
- * a stdio server), and its stream stays attached until it ends: envd drops output nobody watches.
+ * enabled and no command timeout (a timeout would silently kill a stdio server), and its stream
+ * stays attached until it ends: envd drops output nobody watches. The stream is read through the
+ * capped envd client, so nothing the VM sends can make this host hold more than a frame.
  */
 export async function startProcess(
-  sandbox: SdkSandbox,
+  sdk: SdkSandbox,
+  envd: EnvdClient,
   argv: readonly string[],
   options: StartOptions,
 ): Promise<E2BProcess> {
   const line = toExecLine(argv);
-  const rpc = processRpc(sandbox);
   const controller = new AbortController();
-  const events = rpc.start(
+  const events = envd.start(
     {
-      process: {
-        cmd: '/bin/bash',
-        args: ['-l', '-c', line],
-        envs: options.envs,
-        ...(options.cwd ? { cwd: options.cwd } : {}),
-      },
-      stdin: true,
+      cmd: '/bin/bash',
+      args: ['-l', '-c', line],
+      envs: options.envs,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
     },
-    { signal: controller.signal, headers: { 'Keepalive-Ping-Interval': KEEPALIVE_SECONDS } },
+    { stdin: true, signal: controller.signal },
   );
-  const iterator = events[Symbol.asyncIterator]();
-  let first: IteratorResult<StartResponse>;
+  let first: IteratorResult<ProcessEvent>;
   const timer = setTimeout(() => controller.abort(), options.requestTimeoutMs);
   try {
-    first = await iterator.next();
+    first = await events.next();
   } catch (error) {
-    throw wrapRpcError(error, `start ${argv[0]}`);
+    throw wrapE2BError(error, `start ${argv[0]}`);
   } finally {
     clearTimeout(timer);
   }
-  const start = first.done ? undefined : first.value.event?.event;
-  if (start?.case !== 'start') {
+  if (first.done || first.value.type !== 'start') {
     controller.abort();
     throw new SandboxFailureError(`envd did not report the start of ${argv[0]}`, {
       code: E2B_ERROR_CODES.other,
     });
   }
-  return new E2BProcess(sandbox, start.value.pid, iterator, controller, options);
+  return new E2BProcess(sdk, envd, first.value.pid, events, controller, options);
 }
 
 export class E2BProcess implements SandboxProcess {
@@ -79,7 +78,8 @@ export class E2BProcess implements SandboxProcess {
   readonly exit: Promise<ExitStatus>;
   readonly #stdout = new ByteQueue(OUTPUT_HIGH_WATER);
   readonly #stderr = new ByteQueue(OUTPUT_HIGH_WATER);
-  readonly #sandbox: SdkSandbox;
+  readonly #sdk: SdkSandbox;
+  readonly #envd: EnvdClient;
   readonly #controller: AbortController;
   readonly #options: StartOptions;
   #resolveExit!: (status: ExitStatus) => void;
@@ -92,13 +92,15 @@ export class E2BProcess implements SandboxProcess {
   #stdinError: unknown;
 
   constructor(
-    sandbox: SdkSandbox,
+    sdk: SdkSandbox,
+    envd: EnvdClient,
     pid: number,
-    events: AsyncIterator<StartResponse>,
+    events: AsyncIterator<ProcessEvent>,
     controller: AbortController,
     options: StartOptions,
   ) {
-    this.#sandbox = sandbox;
+    this.#sdk = sdk;
+    this.#envd = envd;
     this.pid = pid;
     this.#controller = controller;
     this.#options = options;
@@ -140,18 +142,18 @@ export class E2BProcess implements SandboxProcess {
     this.#stdinClosing = true;
     await this.#flushing;
     if (this.#settled || this.#stdinError !== undefined) return;
+    if (!this.#envd.supportsCloseStdin) {
+      // Templates built before envd 0.5.2 cannot signal EOF: the bridge's SIGTERM step ends the server.
+      this.#options.logger.warn(
+        'this E2B template cannot close stdin (envd < 0.5.2); rebuild it to get clean EOF',
+      );
+      this.#options.onEvent?.({ type: 'e2b-stdin-close-unsupported', pid: this.pid });
+      return;
+    }
     try {
-      await this.#sandbox.commands.closeStdin(this.pid);
+      await this.#envd.closeStdin(this.pid);
     } catch (error) {
-      if (error instanceof NotFoundError) return; // already exited
-      if (error instanceof Error && /doesn't support closeStdin/.test(error.message)) {
-        // Templates built before envd 0.5.2 cannot signal EOF: the bridge's SIGTERM step ends the server.
-        this.#options.logger.warn(
-          'this E2B template cannot close stdin (envd < 0.5.2); rebuild it to get clean EOF',
-        );
-        this.#options.onEvent?.({ type: 'e2b-stdin-close-unsupported', pid: this.pid });
-        return;
-      }
+      if (notFound(error) || this.#settled) return; // already exited
       throw wrapE2BError(error, 'close the server stdin');
     }
   }
@@ -160,16 +162,15 @@ export class E2BProcess implements SandboxProcess {
     if (this.#settled) return;
     try {
       if (signal === 'SIGKILL') {
-        await this.#sandbox.commands.kill(this.pid);
+        await this.#envd.kill(this.pid);
         return;
       }
       // envd's own SIGTERM also stops forwarding output, losing the server's last replies; a
-      // `kill` run in the VM delivers the same signal and keeps the stream flowing.
-      await this.#sandbox.commands.run(`kill -s TERM ${this.pid}`, {
-        timeoutMs: this.#options.requestTimeoutMs,
-      });
+      // `kill` run in the VM delivers the same signal and keeps the stream flowing. It runs
+      // without a login profile and its output is discarded (helper.ts).
+      await runHelper(this.#envd, `kill -s TERM ${this.pid}`, { timeoutMs: this.#options.requestTimeoutMs });
     } catch (error) {
-      if (error instanceof CommandExitError || error instanceof NotFoundError || this.#settled) return;
+      if (notFound(error) || this.#settled) return;
       throw wrapE2BError(error, `send ${signal} to the server`);
     }
   }
@@ -198,9 +199,7 @@ export class E2BProcess implements SandboxProcess {
       const data = batch.length === 1 ? batch[0]!.chunk : Buffer.concat(batch.map((b) => b.chunk));
       try {
         if (this.#stdinError !== undefined) throw this.#stdinError;
-        await this.#sandbox.commands.sendStdin(this.pid, data, {
-          requestTimeoutMs: this.#options.requestTimeoutMs,
-        });
+        await this.#envd.sendInput(this.pid, data);
         for (const item of batch) item.resolve();
       } catch (error) {
         // A failed write fails every later one too: the order of bytes could not be kept otherwise.
@@ -212,19 +211,17 @@ export class E2BProcess implements SandboxProcess {
     this.#flushing = undefined;
   }
 
-  async #pump(events: AsyncIterator<StartResponse>): Promise<void> {
+  async #pump(events: AsyncIterator<ProcessEvent>): Promise<void> {
     let failure: unknown;
     try {
       for (;;) {
         const next = await events.next();
         if (next.done) break;
-        const event = next.value.event?.event;
-        if (event?.case === 'data') {
-          const output = event.value.output;
-          if (output.case === 'stdout') await this.#stdout.push(output.value);
-          else if (output.case === 'stderr') await this.#stderr.push(output.value);
-        } else if (event?.case === 'end') {
-          this.#settle(toExitStatus(event.value));
+        const event = next.value;
+        if (event.type === 'data') {
+          await (event.stream === 'stdout' ? this.#stdout : this.#stderr).push(event.data);
+        } else if (event.type === 'end') {
+          this.#settle(toExitStatus(event));
           return;
         }
       }
@@ -241,14 +238,25 @@ export class E2BProcess implements SandboxProcess {
       this.#settle({ code: null, signal: 'SIGKILL' });
       return;
     }
-    const running = await this.#sandbox.isRunning({ requestTimeoutMs: 5000 }).catch(() => undefined);
+    // Asked of E2B's API, not of envd: the VM must not be the one to say whether it still runs.
+    const running = await this.#sdk
+      .getInfo({ requestTimeoutMs: 5000 })
+      .then((info) => info.state === 'running')
+      .catch((error: unknown) => (notFound(error) ? false : undefined));
     if (this.#settled) return;
     if (this.#ending) {
       this.#settle({ code: null, signal: 'SIGKILL' });
       return;
     }
     let error: SandboxError;
-    if (running === false) {
+    if (failure instanceof EnvdError && failure.code === E2B_ERROR_CODES.protocol) {
+      // envd broke the protocol (a frame over the cap): what it says next cannot be trusted.
+      error = new SandboxFailureError(this.#options.redact(failure.message), {
+        cause: failure,
+        code: E2B_ERROR_CODES.protocol,
+      });
+      await this.#envd.kill(this.pid).catch(() => undefined);
+    } else if (running === false) {
       error = new SandboxFailureError('the E2B sandbox ended (TTL reached or killed) while the server ran', {
         cause: failure,
         code: E2B_ERROR_CODES.timeout,
@@ -260,11 +268,11 @@ export class E2BProcess implements SandboxProcess {
               code: E2B_ERROR_CODES.streamLost,
             })
           : new SandboxFailureError(
-              `the connection to the server in the E2B sandbox dropped; its output since then is lost (${oneLine(failure)})`,
+              `the connection to the server in the E2B sandbox dropped; its output since then is lost (${this.#options.redact(oneLine(failure))})`,
               { cause: failure, code: E2B_ERROR_CODES.streamLost },
             );
       // Without its output stream the server is useless and would hold the VM: end it.
-      await this.#sandbox.commands.kill(this.pid).catch(() => false);
+      await this.#envd.kill(this.pid).catch(() => undefined);
     }
     this.#options.logger.warn(error.message);
     this.#options.onEvent?.({
@@ -286,35 +294,7 @@ export class E2BProcess implements SandboxProcess {
   }
 }
 
-/** Go's wording for signals in envd's "signal: <name>" status. */
-const SIGNALS: Record<string, string> = {
-  hangup: 'SIGHUP',
-  interrupt: 'SIGINT',
-  quit: 'SIGQUIT',
-  'illegal instruction': 'SIGILL',
-  'trace/breakpoint trap': 'SIGTRAP',
-  aborted: 'SIGABRT',
-  'bus error': 'SIGBUS',
-  'floating point exception': 'SIGFPE',
-  killed: 'SIGKILL',
-  'user defined signal 1': 'SIGUSR1',
-  'segmentation fault': 'SIGSEGV',
-  'user defined signal 2': 'SIGUSR2',
-  'broken pipe': 'SIGPIPE',
-  'alarm clock': 'SIGALRM',
-  terminated: 'SIGTERM',
-};
-
-/** envd's end event to the contract's status; a non-zero code stays a non-zero code. */
-export function toExitStatus(end: { exitCode: number; exited: boolean; status: string }): ExitStatus {
-  const signalled = /^signal: (.+?)(?: \(core dumped\))?$/.exec(end.status);
-  if (!end.exited && signalled) {
-    const name = signalled[1] as string;
-    return { code: null, signal: SIGNALS[name] ?? name };
-  }
-  return { code: end.exitCode, signal: null };
-}
-
-function oneLine(value: unknown): string {
-  return (value instanceof Error ? value.message : String(value)).replace(/\s+/g, ' ').trim();
+function notFound(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === E2B_ERROR_CODES.notFound || error instanceof NotFoundError;
 }

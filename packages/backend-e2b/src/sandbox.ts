@@ -1,24 +1,29 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import {
   armTtl,
+  createRedactor,
   type ExecOptions,
   type Logger,
   type NetworkSpec,
   type PrepareOptions,
+  type Redactor,
   type Sandbox,
   SandboxFailureError,
   type SandboxProcess,
   type SandboxSpec,
   UsageError,
 } from '@mcpsandbox/core';
-import { CommandExitError, type Sandbox as SdkSandbox } from 'e2b';
+import type { Sandbox as SdkSandbox } from 'e2b';
+import type { EnvdClient } from './envd.js';
 import { E2B_ERROR_CODES, wrapE2BError } from './errors.js';
-import type { CopyPlan } from './mounts.js';
-import { toE2BEgress } from './network.js';
+import { runHelper } from './helper.js';
+import { type CopyPlan, readPlanned } from './mounts.js';
+import { type E2BEgress, toE2BEgress } from './network.js';
 import { parseNpx } from './npx.js';
 import { type E2BProcess, startProcess } from './process.js';
+import { OutputRelay } from './relay.js';
 import { shellQuote } from './shell.js';
+import { oneLine } from './text.js';
 
 export interface SandboxSettings {
   readonly logger: Logger;
@@ -30,28 +35,53 @@ export interface SandboxSettings {
   readonly pin?: (spec: string) => Promise<string>;
   /** Registry the install in the VM uses, when not npm's default. */
   readonly npmRegistry?: string;
+  /** Mounts to copy in once the install is done (or at the first exec). */
+  readonly plan: CopyPlan;
 }
 
 /** Files uploaded per request batch. */
 const UPLOAD_BATCH = 16;
+/** Bytes of paths per `chmod` helper, well under any argument limit. */
+const CHMOD_BATCH_BYTES = 64 * 1024;
+
+/**
+ * Starts the install in a process group of its own (job control gives the background job one)
+ * and prints that group's id first, before anything of the install can run; the install's own
+ * output goes to stderr, and its stdin is empty. The host kills the whole group once the
+ * launcher ends, before the network rules are restored.
+ */
+const INSTALL_LAUNCHER = [
+  'set -m',
+  'bash --noprofile --norc -c "$1" "$2" </dev/null 1>&2 &',
+  'pg=$!',
+  'set +m',
+  `printf '%s\\n' "$pg"`,
+  'wait "$pg"',
+].join('\n');
 
 export class E2BSandbox implements Sandbox {
   readonly id: string;
   readonly #sdk: SdkSandbox;
+  readonly #envd: EnvdClient;
   readonly #spec: SandboxSpec;
   readonly #settings: SandboxSettings;
+  readonly #redact: Redactor;
   readonly #live = new Set<E2BProcess>();
   readonly #disarmTtl: () => void;
   #closing: Promise<void> | undefined;
-  #networkWidened = false;
-  /** A restore of the spec's egress still under way: nothing may start before it lands. */
-  #restoring: Promise<void> | undefined;
+  /** Processes started (or starting) under the session's own rules. */
+  #active = 0;
+  /** A wider grant (a process's own, or the install's) is in force until its restore lands. */
+  #granted = false;
+  #copying: Promise<void> | undefined;
 
-  constructor(sdk: SdkSandbox, spec: SandboxSpec, settings: SandboxSettings) {
+  constructor(sdk: SdkSandbox, envd: EnvdClient, spec: SandboxSpec, settings: SandboxSettings) {
     this.id = sdk.sandboxId;
     this.#sdk = sdk;
+    this.#envd = envd;
     this.#spec = spec;
     this.#settings = settings;
+    this.#redact = createRedactor(Object.values(spec.env));
     // E2B reaps the VM at the same deadline even if this host dies; this timer ends it promptly
     // when the host is alive, so exit statuses arrive without waiting for the stream to break.
     this.#disarmTtl = armTtl(spec, () => void this.close());
@@ -59,32 +89,30 @@ export class E2BSandbox implements Sandbox {
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SandboxProcess> {
     this.#assertOpen();
-    await this.#restoring;
-    this.#assertOpen();
-    const widened = options.network ? await this.#widenNetwork(options.network) : false;
+    const wanted = options.network ? this.#wider(options.network) : undefined;
+    // Checked and claimed before any await, so two calls in the same tick cannot both pass.
+    this.#claim(wanted !== undefined);
     let proc: E2BProcess;
     try {
-      proc = await startProcess(this.#sdk, command, {
+      if (wanted) await this.#applyNetwork(wanted, 'process');
+      else await this.#copyMounts();
+      this.#assertOpen();
+      proc = await startProcess(this.#sdk, this.#envd, command, {
         envs: { ...this.#spec.env, ...options.env },
         ...(options.cwd ? { cwd: options.cwd } : {}),
         logger: this.#settings.logger,
         ...(this.#spec.onEvent ? { onEvent: this.#spec.onEvent } : {}),
         requestTimeoutMs: this.#settings.requestTimeoutMs,
+        redact: this.#redact,
       });
     } catch (error) {
-      if (widened) await this.#restoreNetwork();
+      await this.#release(wanted !== undefined).catch(() => undefined);
       throw error;
     }
     this.#live.add(proc);
     void proc.exit.then(() => {
       this.#live.delete(proc);
-      if (widened) {
-        this.#restoring = this.#restoreNetwork()
-          .catch(() => undefined)
-          .finally(() => {
-            this.#restoring = undefined;
-          });
-      }
+      void this.#release(wanted !== undefined).catch(() => undefined);
     });
     return proc;
   }
@@ -92,69 +120,142 @@ export class E2BSandbox implements Sandbox {
   /**
    * `npx -y <pkg> …` becomes an `npm install` into a directory in the VM, then the installed
    * binary: the server starts only once it is installed, so nothing the client sends early is
-   * read by npm or lost in a cold start. Other commands are returned unchanged.
+   * read by npm or lost in a cold start. The install gets the registry and nothing else: no
+   * environment, no mounts (they are copied in after it), its own process group, killed before
+   * the session's network rules come back. Other commands are returned unchanged.
    */
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
     const npx = parseNpx(command);
-    if (!npx) return command;
     this.#assertOpen();
+    if (!npx) {
+      await this.#copyMounts();
+      return command;
+    }
+    // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
     const spec = this.#settings.pin ? await this.#settings.pin(npx.spec) : npx.spec;
-    const registry = this.#settings.npmRegistry
-      ? ` --registry ${shellQuote(this.#settings.npmRegistry)}`
-      : '';
     const dir = `.mcp-sandbox/npx/${createHash('sha256').update(spec).digest('hex').slice(0, 16)}`;
-    const script = [
-      'set -e',
-      `d="$HOME/${dir}"`,
-      'mkdir -p "$d"',
-      'cd "$d"',
-      `[ -f package.json ] || printf '{"private":true}\\n' > package.json`,
-      `npm install --no-audit --no-fund --no-update-notifier --loglevel=error${registry} ${shellQuote(spec)} 1>&2`,
-      `node -e ${shellQuote(RESOLVE_BIN)} ${shellQuote(npx.bin ?? '')}`,
-    ].join('\n');
-    this.#spec.onEvent?.({ type: 'e2b-npx-install', spec: npx.spec });
-    const widened =
+    const wanted =
       this.#settings.installHosts.length > 0
-        ? await this.#widenNetwork({
-            allow: [...(this.#spec.network?.allow ?? []), ...this.#settings.installHosts],
-          })
-        : false;
-    const encoder = new TextEncoder();
-    let stdout = '';
+        ? this.#wider({ allow: [...(this.#spec.network?.allow ?? []), ...this.#settings.installHosts] })
+        : undefined;
+    this.#claim(wanted !== undefined);
+    this.#spec.onEvent?.({ type: 'e2b-npx-install', spec: npx.spec });
+    const relay = new OutputRelay(options.stderr, this.#spec.onEvent, this.#redact);
     try {
-      const result = await this.#sdk.commands.run(`bash -c ${shellQuote(script)}`, {
-        envs: { ...this.#spec.env },
-        timeoutMs: this.#settings.installTimeoutMs,
-        onStderr: (data) => options.stderr(encoder.encode(data)),
-        onStdout: (data) => {
-          stdout += data;
-        },
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-      stdout = result.stdout;
-    } catch (error) {
-      if (error instanceof CommandExitError) {
-        throw new SandboxFailureError(
-          `installing ${npx.spec} in the E2B sandbox failed with exit code ${error.exitCode}; see the npm output above`,
-          { cause: error, code: E2B_ERROR_CODES.install },
-        );
-      }
-      throw wrapE2BError(error, `install ${npx.spec}`);
+      if (wanted) await this.#applyNetwork(wanted, 'install');
+      await this.#install(spec, dir, relay, options.signal);
     } finally {
-      if (widened) await this.#restoreNetwork();
+      relay.end();
+      // Restored only after the install's process group is dead (#install's finally).
+      await this.#release(wanted !== undefined);
     }
-    const bin = stdout.trim().split('\n').pop() ?? '';
-    if (!bin.startsWith('/')) {
-      throw new SandboxFailureError(`installed ${npx.spec} but found no binary to run`, {
-        code: E2B_ERROR_CODES.install,
-      });
-    }
+    const bin = await this.#resolveBin(dir, spec, npx.bin, options);
+    await this.#copyMounts();
     return [bin, ...npx.args];
   }
 
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;
+  }
+
+  async #install(spec: string, dir: string, relay: OutputRelay, signal: AbortSignal | undefined) {
+    const registry = this.#settings.npmRegistry
+      ? ` --registry ${shellQuote(this.#settings.npmRegistry)}`
+      : '';
+    const script = [
+      'set -e',
+      `d="$HOME/${dir}"`,
+      'mkdir -p "$d"',
+      'cd "$d"',
+      `[ -f package.json ] || printf '{"private":true}\\n' > package.json`,
+      `exec npm install --no-audit --no-fund --no-update-notifier --loglevel=error${registry} "$0"`,
+    ].join('\n');
+    let launcher: number | undefined;
+    let firstLine = '';
+    try {
+      const result = await runHelper(this.#envd, INSTALL_LAUNCHER, {
+        // `$0` of the launcher, then the install script, then the package spec (the script's `$0`).
+        args: ['launcher', script, spec],
+        timeoutMs: this.#settings.installTimeoutMs,
+        ...(signal ? { signal } : {}),
+        onStart: (pid) => {
+          launcher = pid;
+        },
+        onStdout: (chunk) => {
+          if (!firstLine.includes('\n') && firstLine.length < 32) firstLine += Buffer.from(chunk).toString();
+        },
+        onStderr: (chunk) => relay.push(chunk),
+      });
+      if (result.status.code !== 0) {
+        const how =
+          result.status.code === null
+            ? `was killed by ${result.status.signal}`
+            : `failed with exit code ${result.status.code}`;
+        throw new SandboxFailureError(
+          `installing ${spec} in the E2B sandbox ${how}; see the npm output above`,
+          {
+            code: E2B_ERROR_CODES.install,
+          },
+        );
+      }
+    } catch (error) {
+      throw wrapE2BError(error, `install ${spec}`);
+    } finally {
+      await this.#killInstall(launcher, firstLine);
+    }
+  }
+
+  /** Kills the install's process group (and the launcher): nothing it started outlives it. */
+  async #killInstall(launcher: number | undefined, firstLine: string): Promise<void> {
+    if (launcher === undefined) return;
+    const group = /^(\d{1,9})\n/.exec(firstLine)?.[1];
+    const targets = [...(group ? [`-${group}`] : []), String(launcher)];
+    try {
+      await runHelper(this.#envd, `kill -KILL -- ${targets.join(' ')} 2>/dev/null; exit 0`, {
+        timeoutMs: this.#settings.requestTimeoutMs,
+      });
+    } catch (error) {
+      await this.close();
+      throw new SandboxFailureError(
+        `could not stop what the install started (${oneLine(error)}); the sandbox was closed`,
+        { code: E2B_ERROR_CODES.install, cause: error },
+      );
+    }
+    if (!group) {
+      // The install ran, but its group is unknown: what it started may still run. Fail closed.
+      await this.close();
+      throw new SandboxFailureError(
+        'the install in the E2B sandbox did not report its process group; the sandbox was closed',
+        { code: E2B_ERROR_CODES.install },
+      );
+    }
+  }
+
+  /** Under the session's own rules: prints the absolute path of the binary npx would run. */
+  async #resolveBin(
+    dir: string,
+    spec: string,
+    bin: string | undefined,
+    options: PrepareOptions,
+  ): Promise<string> {
+    const relay = new OutputRelay(options.stderr, this.#spec.onEvent, this.#redact);
+    const result = await runHelper(this.#envd, `cd "$HOME/${dir}" && exec node -e "$1" "$2"`, {
+      args: ['resolve', RESOLVE_BIN, bin ?? ''],
+      timeoutMs: this.#settings.requestTimeoutMs,
+      keepStdout: 4096,
+      onStderr: (chunk) => relay.push(chunk),
+    }).catch((error: unknown) => {
+      throw wrapE2BError(error, `find the binary of ${spec}`);
+    });
+    relay.end();
+    const path = result.stdout.trim().split('\n').pop() ?? '';
+    if (result.status.code !== 0 || !path.startsWith('/')) {
+      throw new SandboxFailureError(`installed ${spec} but found no binary to run`, {
+        code: E2B_ERROR_CODES.install,
+      });
+    }
+    return path;
   }
 
   async #shutdown(): Promise<void> {
@@ -177,78 +278,124 @@ export class E2BSandbox implements Sandbox {
     if (this.#closing) throw new SandboxFailureError('sandbox is closed', { code: 'E_SANDBOX_CLOSED' });
   }
 
-  /**
-   * E2B's egress rules belong to the whole VM, so a per-process grant is applied while that
-   * process runs and nothing else does, then the spec's rules come back.
-   */
-  async #widenNetwork(network: NetworkSpec): Promise<boolean> {
+  /** The egress `network` asks for, or undefined when it is no wider than the session's. */
+  #wider(network: NetworkSpec): E2BEgress | undefined {
     const wanted = toE2BEgress(network);
-    const base = toE2BEgress(this.#spec.network);
-    if (wanted.summary === base.summary) return false;
-    if (this.#live.size > 0 || this.#networkWidened) {
+    return wanted.summary === toE2BEgress(this.#spec.network).summary ? undefined : wanted;
+  }
+
+  /**
+   * E2B's egress rules belong to the whole VM. A wider grant is in force only while its one
+   * process runs and nothing else does; nothing starts until the session's rules are back; and no
+   * grant is widened once mounted files are in the VM, where it could read them.
+   */
+  #claim(widen: boolean): void {
+    if (this.#granted) {
+      throw new UsageError(
+        'e2b applies network grants to the whole VM: nothing else may start while a process runs with its own grant',
+      );
+    }
+    if (!widen) {
+      this.#active += 1;
+      return;
+    }
+    if (this.#active > 0) {
       throw new UsageError(
         'e2b applies network grants to the whole VM: a per-process grant needs every other process in the sandbox to have exited',
       );
     }
-    this.#networkWidened = true;
+    if (this.#copying && this.#settings.plan.files.length > 0) {
+      throw new UsageError(
+        'e2b applies network grants to the whole VM: a grant wider than the session is refused once mounted files are in it (with --setup steps, grant the registry to the session or use a template with the server preinstalled)',
+      );
+    }
+    this.#granted = true;
+  }
+
+  async #release(widened: boolean): Promise<void> {
+    if (!widened) {
+      this.#active -= 1;
+      return;
+    }
+    await this.#restoreNetwork();
+  }
+
+  async #applyNetwork(wanted: E2BEgress, scope: 'process' | 'install'): Promise<void> {
     try {
       await this.#sdk.updateNetwork(toUpdate(wanted));
     } catch (error) {
-      this.#networkWidened = false;
       throw wrapE2BError(error, 'update the sandbox network rules');
     }
-    this.#spec.onEvent?.({ type: 'network', scope: 'process', egress: wanted.summary });
-    return true;
+    this.#spec.onEvent?.({ type: 'network', scope, egress: wanted.summary });
   }
 
   async #restoreNetwork(): Promise<void> {
+    const base = toE2BEgress(this.#spec.network);
     try {
-      await this.#sdk.updateNetwork(toUpdate(toE2BEgress(this.#spec.network)));
-      this.#networkWidened = false;
-      this.#spec.onEvent?.({
-        type: 'network',
-        scope: 'sandbox',
-        egress: toE2BEgress(this.#spec.network).summary,
-      });
+      await this.#sdk.updateNetwork(toUpdate(base));
     } catch (error) {
       // Never run on with wider egress than granted: end the sandbox instead.
       await this.close();
       throw wrapE2BError(error, 'restore the sandbox network rules (the sandbox was closed)');
     }
+    this.#granted = false;
+    this.#spec.onEvent?.({ type: 'network', scope: 'sandbox', egress: base.summary });
   }
 
-  /** Copies planned files in; called once, right after creation, before anything runs. */
-  async upload(plan: CopyPlan): Promise<void> {
+  /** Copies the planned mounts in, once: after the install, before anything else runs. */
+  #copyMounts(): Promise<void> {
+    this.#copying ??= this.#upload(this.#settings.plan);
+    return this.#copying;
+  }
+
+  async #upload(plan: CopyPlan): Promise<void> {
+    if (plan.files.length === 0) return;
     try {
       for (let i = 0; i < plan.files.length; i += UPLOAD_BATCH) {
-        const batch = plan.files.slice(i, i + UPLOAD_BATCH);
-        const entries = await Promise.all(
-          batch.map(async (file) => {
-            const data = await readFile(file.hostPath);
-            return {
-              path: file.sandboxPath,
-              data: data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer,
-            };
+        await Promise.all(
+          plan.files.slice(i, i + UPLOAD_BATCH).map(async (file) => {
+            await this.#envd.writeFile(file.sandboxPath, await readPlanned(file));
           }),
         );
-        await this.#sdk.files.write(entries, {
-          useOctetStream: true,
-          requestTimeoutMs: this.#settings.requestTimeoutMs,
-        });
       }
-      const executables = plan.files
-        .filter((file) => file.executable)
-        .map((file) => shellQuote(file.sandboxPath));
-      if (executables.length > 0) {
-        await this.#sdk.commands.run(`chmod +x ${executables.join(' ')}`, { timeoutMs: 60_000 });
+      const executables = plan.files.filter((file) => file.executable).map((file) => file.sandboxPath);
+      for (const batch of byteBatches(executables, CHMOD_BATCH_BYTES)) {
+        const result = await runHelper(this.#envd, 'chmod +x -- "$@"', {
+          args: ['chmod', ...batch],
+          timeoutMs: this.#settings.requestTimeoutMs,
+        });
+        if (result.status.code !== 0) {
+          throw new SandboxFailureError(`chmod in the sandbox exited with ${result.status.code}`, {
+            code: E2B_ERROR_CODES.other,
+          });
+        }
       }
     } catch (error) {
       throw wrapE2BError(error, 'copy mounted files into the sandbox');
     }
+    this.#spec.onEvent?.({ type: 'mounts-copied', files: plan.files.length, bytes: plan.totalBytes });
   }
 }
 
-function toUpdate(egress: ReturnType<typeof toE2BEgress>) {
+function byteBatches(items: readonly string[], maxBytes: number): string[][] {
+  const batches: string[][] = [];
+  let batch: string[] = [];
+  let size = 0;
+  for (const item of items) {
+    const length = Buffer.byteLength(item) + 1;
+    if (batch.length > 0 && size + length > maxBytes) {
+      batches.push(batch);
+      batch = [];
+      size = 0;
+    }
+    batch.push(item);
+    size += length;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
+function toUpdate(egress: E2BEgress) {
   if (egress.network) return { allowOut: egress.network.allowOut, denyOut: egress.network.denyOut };
   if (egress.allowInternetAccess === false) return { allowInternetAccess: false };
   return { allowInternetAccess: true };

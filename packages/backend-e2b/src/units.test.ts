@@ -11,9 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { createBackend, createE2BBackend } from './backend.js';
 import { ByteQueue } from './byte-queue.js';
 import { E2B_ERROR_CODES, wrapE2BError } from './errors.js';
+import { toExitStatus } from './exit-status.js';
 import { toE2BEgress } from './network.js';
 import { parseNpx } from './npx.js';
-import { toExitStatus } from './process.js';
 
 describe('createE2BBackend', () => {
   it('is synchronous, does no I/O, and declares e2b / microvm', () => {
@@ -24,7 +24,9 @@ describe('createE2BBackend', () => {
       isolation: 'microvm',
     });
     expect(createBackend).toBe(createE2BBackend);
-    expect(backend.describe?.()).toBe('E2B Firecracker micro-VM (template base, api.e2b.app)');
+    expect(backend.describe?.()).toBe(
+      'E2B Firecracker micro-VM (template base; API key sent to api.e2b.app)',
+    );
   });
 
   it('takes the template from settings and the domain from the host environment', () => {
@@ -32,7 +34,9 @@ describe('createE2BBackend', () => {
       hostEnv: { E2B_DOMAIN: 'e2b.example.org' },
       settings: { template: 'mcp' },
     });
-    expect(backend.describe?.()).toBe('E2B Firecracker micro-VM (template mcp, api.e2b.example.org)');
+    expect(backend.describe?.()).toBe(
+      'E2B Firecracker micro-VM (template mcp; API key sent to api.e2b.example.org)',
+    );
   });
 
   it('reports a bad numeric setting when a sandbox is created, not at load', async () => {
@@ -62,6 +66,21 @@ describe('toExitStatus (envd end events)', () => {
     expect(
       toExitStatus({ exitCode: -1, exited: false, status: 'signal: segmentation fault (core dumped)' }),
     ).toEqual({ code: null, signal: 'SIGSEGV' });
+  });
+});
+
+describe('toExitStatus (what envd may not pass off)', () => {
+  it('turns codes outside 0-255 and unknown signal names into 125', () => {
+    for (const exitCode of [256, -1, 65_536, 1.5, Number.NaN]) {
+      expect(toExitStatus({ exitCode, exited: true, status: '' })).toEqual({ code: 125, signal: null });
+    }
+    for (const status of ['signal: constructor', 'signal: \u001b[31mred', 'signal: toString']) {
+      expect(toExitStatus({ exitCode: -1, exited: false, status })).toEqual({ code: 125, signal: null });
+    }
+    expect(toExitStatus({ exitCode: 255, exited: true, status: 'exit status 255' })).toEqual({
+      code: 255,
+      signal: null,
+    });
   });
 });
 

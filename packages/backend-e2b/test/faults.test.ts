@@ -268,3 +268,54 @@ describe('faults while the server runs', () => {
     expect((await stderr).toString()).toMatch(/not found/);
   });
 });
+
+describe('what envd reports is checked, not trusted', () => {
+  // Fails before exit codes were clamped: 256 from envd made the bridge (and the CLI) exit 0.
+  it('an exit code outside 0-255 becomes 125, through the bridge', async () => {
+    fake.attack({ match: 'exit-256', end: { exitCode: 256, exited: true, status: 'exit status 256' } });
+    const run = bridgeSession(fakeBackend(fake), ['sh', '-c', 'exit 0 # exit-256']);
+    const result = await run.session.done;
+    run.clientIn.end();
+    expect(result.serverStatus).toEqual({ code: 125, signal: null });
+    expect(result.exitCode).toBe(125);
+  });
+
+  // Fails before signal names were checked: envd's text became the status's signal name.
+  it('an unknown signal name becomes 125, and its text goes nowhere', async () => {
+    fake.attack({
+      match: 'odd-signal',
+      end: { exitCode: -1, exited: false, status: 'signal: \u001b[31mpwned' },
+    });
+    const box = await sandbox();
+    const proc = await box.exec(['sh', '-c', 'exit 0 # odd-signal']);
+    expect(await proc.exit).toEqual({ code: 125, signal: null });
+  });
+
+  // Fails before text from the VM was cleaned: envd's error message reached the log with its
+  // escape sequences and a granted secret.
+  it('an error message from envd is logged without control characters and with secrets redacted', async () => {
+    const secret = 'granted-secret-value-98765';
+    fake.attack({
+      match: 'bad-envd',
+      streamError: { code: 'internal', message: `\u001b]0;owned\u0007\u001b[2J leaking ${secret}` },
+    });
+    const warnings: string[] = [];
+    const logger = {
+      debug() {},
+      info() {},
+      warn: (m: string) => warnings.push(m),
+      error: (m: string) => warnings.push(m),
+    };
+    const box = await fakeBackend(fake, { logger }).create(spec({ env: { TOKEN: secret } }));
+    open.push(box);
+    const proc = await box.exec(['sh', '-c', 'sleep 5 # bad-envd']);
+    const status = await proc.exit;
+    expect(status.error?.code).toBe(E2B_ERROR_CODES.streamLost);
+    // Control: envd's message did reach the log.
+    expect(warnings.join('\n')).toContain('leaking');
+    expect(warnings.join('\n')).not.toContain('\u001b');
+    expect(warnings.join('\n')).not.toContain('\u0007');
+    expect(warnings.join('\n')).not.toContain(secret);
+    expect(status.error?.message).not.toContain(secret);
+  });
+});

@@ -247,7 +247,8 @@ export interface SealOptions {
  * system, or owned by a third uid, fails closed.
  */
 export function sealTree(dir: OpenDir, options: SealOptions): void {
-  sealInode(dir.fd, dir.stat, options);
+  // Fresh: the root's owner and mode changed since it was opened (it was handed to the sandbox).
+  sealInode(dir.fd, fstatSync(dir.fd), options);
   sealEntries(dir.fd, dir.stat.dev, options, 0);
 }
 

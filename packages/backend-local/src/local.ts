@@ -1,6 +1,5 @@
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import {
   chmodSync,
   chownSync,
@@ -27,12 +26,14 @@ import {
   defaultPinLockFile,
   type ExecOptions,
   type KillSignal,
+  killAll,
   type Logger,
   type MountSpec,
   type PrepareOptions,
   pinNpxSpec,
   type Sandbox,
   type SandboxBackend,
+  type SandboxEvent,
   SandboxFailureError,
   type SandboxSpec,
   SPECIFICATION_VERSION,
@@ -44,7 +45,9 @@ import { copyIn } from './copy-in.js';
 import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
-import { type NpxCacheOptions, prepareNpx } from './npx.js';
+import { unwritableMountWarnings } from './mount-access.js';
+import { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
+import { type NpxCacheOptions, prepareNpx, registryAccess } from './npx.js';
 import { ownFiles } from './own-files.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
 import { EgressProxy, type Resolver } from './proxy.js';
@@ -77,9 +80,9 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   /** Process limit when the spec gives none (default 256; threads count too). */
   readonly defaultMaxProcesses?: number;
-  /** Size cap of each process's in-memory `/tmp` (default 512 MiB). */
+  /** Size cap of the in-memory `/tmp` of each command `exec` starts (default 512 MiB). */
   readonly tmpSizeBytes?: number;
-  /** Size cap of each process's in-memory `/dev/shm` (default 256 MiB). */
+  /** Size cap of the in-memory `/dev/shm` of each command `exec` starts (default 256 MiB). */
   readonly shmSizeBytes?: number;
   /** Replaces the start-up probe (diagnostics and tests). */
   readonly probe?: () => Promise<LocalSandboxInfo>;
@@ -116,6 +119,9 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
   const settings = options.settings ?? {};
   const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
   const autoMount = settings.autoMount !== 'false';
+  // `--install-allow-net`: hosts the npx install step may reach besides the registry.
+  const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
+  for (const host of installHosts) parseGrant(host);
   const settingSize = (key: string): number | undefined => {
     const value = settings[key];
     if (value === undefined) return undefined;
@@ -187,6 +193,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           settings.npmCacheDir ??
           defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
         hostEnv,
+        ...(installHosts.length > 0 ? { installHosts } : {}),
         ...((options.npmRegistry ?? settings.npmRegistry)
           ? { registry: options.npmRegistry ?? settings.npmRegistry }
           : {}),
@@ -195,6 +202,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
+      for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
       const sandbox = new LocalSandbox({
         spec,
         info: found,
@@ -264,13 +272,7 @@ export function checkMountsSpareHostState(
   mounts: readonly MountSpec[],
   places: { readonly stateDir: string; readonly cacheRoot: string; readonly stateRoot?: string },
 ): void {
-  const real = (path: string) => {
-    try {
-      return realpathSync(path);
-    } catch {
-      return path;
-    }
-  };
+  const real = realOrSelf;
   const stateDir = real(places.stateDir);
   const cacheRoot = real(places.cacheRoot);
   const stateRoot = places.stateRoot === undefined ? undefined : real(places.stateRoot);
@@ -328,6 +330,10 @@ export interface SpawnExtras {
    * home of its own (in memory), so that install scripts see nothing of what the server gets.
    */
   readonly install?: boolean;
+  /** A `--setup` step: like an install step, but in the session's own home. */
+  readonly setup?: boolean;
+  /** Also told of this process's proxy decisions (an install step learns what it was refused). */
+  readonly onEvent?: (event: SandboxEvent) => void;
 }
 
 interface Live {
@@ -345,6 +351,8 @@ class LocalSandbox implements Sandbox {
   readonly #roots: string[];
   readonly #insideHome: string;
   readonly #live = new Set<Live>();
+  /** The pid-namespace init of every process started, kept after it exits: see #shutdown. */
+  readonly #inits: Promise<NamespaceInit | undefined>[] = [];
   readonly #disarmTtl: () => void;
   readonly #seccomp: Uint8Array;
   /** Binds added by prepare() (the installed package), for every later exec. */
@@ -421,7 +429,15 @@ class LocalSandbox implements Sandbox {
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SpawnedProcess> {
-    return this.spawn(command, options, {});
+    if (options.purpose !== 'setup') return this.spawn(command, options, {});
+    // A --setup step installs: the registry and nothing the server is granted, as the npx
+    // install step. What it installs globally lands in the home, where the server finds it.
+    const access = await registryAccess(this.#config.npm);
+    return this.spawn(
+      command,
+      { ...options, network: { allow: [access.grant] }, env: { ...access.env, ...options.env } },
+      { binds: access.binds, setup: true },
+    );
   }
 
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
@@ -437,7 +453,8 @@ class LocalSandbox implements Sandbox {
           lockFile: defaultPinLockFile(this.#config.hostEnv, this.#config.hostHome),
           logger: this.#config.logger,
         }),
-      install: (argv, binds, network, env) => this.spawn(argv, { network, env }, { binds, install: true }),
+      install: (argv, binds, network, env, onEvent) =>
+        this.spawn(argv, { network, env }, { binds, install: true, onEvent }),
     });
     if (result.bind) this.#extraBinds.push(result.bind);
     if (result.bind && result.package) await this.#writableLayer(result.bind, result.package, options);
@@ -515,18 +532,26 @@ class LocalSandbox implements Sandbox {
     const binds: Bind[] = [];
     const pathDirs: string[] = [];
     const install = extras.install === true;
+    // Install and setup steps get none of the spec's environment or mounts.
+    const isolated = install || extras.setup === true;
     const mounted = [...(install ? [] : this.#extraBinds), ...(extras.binds ?? [])];
     const insideOnly = mounted.some((bind) => name.startsWith(`${bind.dest}/`));
-    const found = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
-    if (found === undefined) {
+    const onHost = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
+    // Not on the host: a bare name may still be on the sandbox's own PATH (installed by --setup
+    // into the home): the sandbox's shell looks it up, and says so when it is not there either.
+    const lookInside = onHost === undefined && !name.includes('/');
+    if (onHost === undefined && !lookInside) {
       throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
     }
+    const found = onHost ?? name;
     // A command inside a writable mount was chosen by the sandbox (an earlier session could have
     // rewritten it): its symlinks and `#!` line must not decide which hidden host paths get bound.
-    const inWritableMount = (install ? [] : (spec.mounts ?? [])).some(
-      (mount) => mount.mode === 'rw' && isInside(found, mount.hostPath),
+    const inWritableMount = (isolated ? [] : (spec.mounts ?? [])).some(
+      (mount) =>
+        mount.mode === 'rw' &&
+        (isInside(found, mount.hostPath) || isInside(realOrSelf(found), realOrSelf(mount.hostPath))),
     );
-    if (!insideOnly && !inWritableMount) {
+    if (!insideOnly && !inWritableMount && !lookInside) {
       const planned = commandBinds(found, this.#roots);
       binds.push(...planned.binds);
       if (planned.pathDir) pathDirs.push(planned.pathDir);
@@ -552,7 +577,7 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
-    const userBinds: Bind[] = (install ? [] : (spec.mounts ?? [])).map((m, index): Bind => {
+    const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m, index): Bind => {
       if (m.mode !== 'copy') return { source: m.hostPath, dest: m.sandboxPath, mode: m.mode };
       // Never the original: a copy mount the host did not stage is an error, not a live bind.
       const copy = this.#copies.get(index);
@@ -560,12 +585,15 @@ class LocalSandbox implements Sandbox {
       return { source: copy, dest: m.sandboxPath, mode: 'rw' };
     });
 
+    // `npm install -g` (a --setup step) installs into the home, whose bin/ comes first on PATH.
+    const npmPrefix = `${this.#insideHome}/.npm-global`;
     const env: Record<string, string> = {
-      PATH: sandboxPath(pathDirs, hostEnv.PATH, this.#roots),
+      PATH: sandboxPath([`${npmPrefix}/bin`, ...pathDirs], hostEnv.PATH, this.#roots),
       HOME: this.#insideHome,
       TMPDIR: SANDBOX_TMP,
       LANG: hostEnv.LANG || 'C.UTF-8',
-      ...(install ? {} : spec.env),
+      ...(extras.setup ? { NPM_CONFIG_PREFIX: npmPrefix } : {}),
+      ...(isolated ? {} : spec.env),
       ...options.env,
     };
     if (networked) Object.assign(env, proxyEnv(SANDBOX_PROXY_PORT));
@@ -634,8 +662,8 @@ class LocalSandbox implements Sandbox {
     ];
     const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
     for (const root of tmpfsRoots) args.push('--tmpfs', root);
-    // /tmp lives in memory, capped, per process: nothing of it reaches the host's disk or
-    // outlives the sandbox's mount namespace.
+    // /tmp lives in memory, capped, one per command (shared with its children): nothing of it
+    // reaches the host's disk or outlives the command's mount namespace.
     args.push('--size', String(this.#config.tmpSize), '--tmpfs', SANDBOX_TMP);
     if (install) args.push('--size', String(this.#config.tmpSize), '--tmpfs', this.#insideHome);
     else args.push('--bind', this.#home, this.#insideHome);
@@ -645,7 +673,15 @@ class LocalSandbox implements Sandbox {
     for (const root of tmpfsRoots) args.push('--remount-ro', root);
     args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
     if (options.cwd) args.push('--chdir', options.cwd);
-    args.push('--', ...this.#launcher(command, ipcFd));
+    const target = lookInside
+      ? [
+          '/bin/sh',
+          '-c',
+          'command -v "$0" >/dev/null 2>&1 || { echo "mcp-sandbox: command not found: $0 (not on this machine, nor on the sandbox PATH)" >&2; exit 127; }; exec "$0" "$@"',
+          ...command,
+        ]
+      : command;
+    args.push('--', ...this.#launcher(target, ipcFd));
 
     let child: ChildProcess;
     if (staged.length > 0 && info.runAs && info.staging) {
@@ -687,6 +723,8 @@ class LocalSandbox implements Sandbox {
     seccompPipe.end(Buffer.from(this.#seccomp));
 
     const nsInit = readInfoPid(child.stdio[INFO_FD] as NodeJS.ReadableStream);
+    const init = nsInit.then((pid) => (pid === undefined ? undefined : identifyInit(pid)));
+    this.#inits.push(init);
     let exited = false;
     child.once('exit', () => {
       exited = true;
@@ -694,10 +732,10 @@ class LocalSandbox implements Sandbox {
     const signal = (sig: KillSignal) => {
       if (exited) return;
       if (sig === 'SIGKILL') {
-        // bwrap's init dies with bwrap (--die-with-parent), and the kernel then kills the
-        // whole pid namespace: nothing started inside survives.
+        // Killing the namespace's init makes the kernel kill everything inside; bwrap's own
+        // --die-with-parent is not trusted (code inside may have changed the init).
         tryKill(child.pid as number, 'SIGKILL');
-        void nsInit.then((pid) => pid !== undefined && !exited && tryKill(-pid, 'SIGKILL'));
+        void init.then((found) => found && killInit(found));
         return;
       }
       // The sandbox's session: its init ignores SIGTERM from outside, the command gets it.
@@ -709,9 +747,16 @@ class LocalSandbox implements Sandbox {
 
     let proxy: EgressProxy | undefined;
     if (networked) {
+      const own = extras.onEvent;
+      const onEvent = own
+        ? (event: SandboxEvent) => {
+            spec.onEvent?.(event);
+            own(event);
+          }
+        : spec.onEvent;
       proxy = new EgressProxy({
         grants,
-        ...(spec.onEvent ? { onEvent: spec.onEvent } : {}),
+        ...(onEvent ? { onEvent } : {}),
         ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
       });
       const activeProxy = proxy;
@@ -762,11 +807,19 @@ class LocalSandbox implements Sandbox {
   async #shutdown(): Promise<void> {
     this.#disarmTtl();
     const live = [...this.#live];
+    await killAll(live.map(({ proc }) => proc));
+    await Promise.all(live.map(({ done }) => done));
+    // Whatever the outer processes did (they may be long gone), end every pid namespace this
+    // sandbox started through its init, and check that nothing is left in it.
+    const inits = await Promise.all(this.#inits);
     await Promise.all(
-      live.map(async ({ proc, done }) => {
-        await proc.kill('SIGKILL');
-        await proc.exit;
-        await done;
+      inits.map(async (init) => {
+        const left = init ? await endNamespace(init) : [];
+        if (left.length > 0) {
+          this.#config.logger.warn(
+            `sandbox ${this.id}: killed ${left.length} process(es) left after its init`,
+          );
+        }
       }),
     );
     removeStateDir(this.#config.stateDir, basename(this.#root), this.#rootId);
@@ -796,19 +849,25 @@ function proxyEnv(port: number): Record<string, string> {
   };
 }
 
-async function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
-  let text = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    text += chunk;
+/** The host pid of bwrap's child (the namespace's init), as soon as bwrap's info fd names it. */
+function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    let text = '';
+    const done = (pid: number | undefined) => {
+      stream.removeAllListeners('data');
+      stream.resume();
+      resolve(pid);
+    };
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+      const pid = /"child-pid"\s*:\s*(\d+)\s*[,}]/.exec(text)?.[1];
+      if (pid !== undefined) done(Number(pid));
+      else if (text.length > 64 * 1024) done(undefined);
+    });
+    stream.once('end', () => done(undefined));
+    stream.once('error', () => done(undefined));
   });
-  try {
-    await once(stream, 'end');
-  } catch {
-    return undefined;
-  }
-  const pid = /"child-pid"\s*:\s*(\d+)/.exec(text)?.[1];
-  return pid === undefined ? undefined : Number(pid);
 }
 
 function tryKill(pid: number, signal: KillSignal): void {
@@ -816,6 +875,14 @@ function tryKill(pid: number, signal: KillSignal): void {
     process.kill(pid, signal);
   } catch {
     // already gone
+  }
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
 

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { fchmodSync, fchownSync, mkdirSync, mkdtempSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import {
   type NetworkSpec,
   type PrepareOptions,
@@ -25,6 +25,7 @@ import {
   sealTree,
   writeFileAt,
 } from './host-fs.js';
+import { InstallReport } from './install-report.js';
 import type { Bind } from './view.js';
 
 export const DEFAULT_NPM_REGISTRY = 'https://registry.npmjs.org/';
@@ -38,6 +39,10 @@ export interface NpxCacheOptions {
   readonly hostEnv: Readonly<Record<string, string | undefined>>;
   /** Registry URL; default: the host's `npm config get registry`. */
   readonly registry?: string;
+  /** More hosts the install step may reach (`--install-allow-net`), for packages that download at install. */
+  readonly installHosts?: readonly string[];
+  /** Where the output of a failed install is kept for the user (default: `logs` next to the cache root). */
+  readonly logDir?: string;
 }
 
 export interface NpxCommand {
@@ -84,6 +89,9 @@ export function cacheKey(registry: string, spec: string): string {
  */
 const MARKER = 'install.json';
 const PREFIX = 'pkg';
+/** In a staging directory only: the pid of the process installing there, for the sweep. */
+const OWNER = 'owner-pid';
+const STAGING = /^[0-9a-f]{24}\.tmp-/;
 const MAX_MANIFEST_BYTES = 4 * 2 ** 20;
 
 interface Installed {
@@ -108,7 +116,32 @@ export interface NpxDeps {
     binds: readonly Bind[],
     network: NetworkSpec,
     env: Readonly<Record<string, string>>,
+    onEvent: (event: SandboxEvent) => void,
   ) => Promise<SpawnedProcess>;
+}
+
+/**
+ * What a step that installs packages needs to reach the registry as the host's npm would: the
+ * registry's `host:port` grant, its URL and TLS trust as npm settings, and the CA files to show.
+ * Never the host npm's credentials.
+ */
+export async function registryAccess(
+  cache: NpxCacheOptions,
+): Promise<{ grant: string; env: Record<string, string>; binds: Bind[] }> {
+  const npmConfig = await hostNpmConfig(cache.hostEnv);
+  const registry = normalizeRegistry(cache.registry ?? npmConfig.registry);
+  const url = new URL(registry);
+  const port = url.port || (url.protocol === 'http:' ? '80' : '443');
+  const extraCa = cache.hostEnv.NODE_EXTRA_CA_CERTS;
+  const env: Record<string, string> = { npm_config_registry: registry };
+  if (!npmConfig.strictSsl) env.npm_config_strict_ssl = 'false';
+  if (npmConfig.cafile) env.npm_config_cafile = npmConfig.cafile;
+  if (extraCa) env.NODE_EXTRA_CA_CERTS = extraCa;
+  const binds: Bind[] = [];
+  for (const file of [npmConfig.cafile, extraCa]) {
+    if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
+  }
+  return { grant: `${url.hostname}:${port}`, env, binds };
 }
 
 /** npm's rule for package names; anything else is not used as a path, even inside the sandbox. */
@@ -157,12 +190,22 @@ export async function prepareNpx(
   const root = openOwnedDir(deps.cache.cacheRoot);
   try {
     let installed = readEntry(root, key);
+    // An entry appears by one rename, marker included: one without a valid marker was just
+    // renamed into place by another session (read again), or was damaged from outside. A
+    // damaged entry is left for the user to remove rather than removed under a session using it.
+    if (!installed && lstatAt(root, [key])) {
+      installed = readEntry(root, key);
+      if (!installed) {
+        throw new SandboxFailureError(
+          `the install cache entry ${entry} is damaged (no valid ${MARKER}); remove it (rm -rf ${entry}) and start again`,
+          { code: 'E_PREPARE' },
+        );
+      }
+    }
     if (installed) {
       deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
     } else {
-      // An entry without a valid marker is a broken one (a crash mid-way is impossible: the
-      // entry appears by rename, marker included). Remove it, without following anything in it.
-      removeAt(root, key);
+      sweepStaging(root);
       const registryUrl = new URL(registry);
       const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
       const grant = `${registryUrl.hostname}:${port}`;
@@ -206,6 +249,7 @@ async function install(
     }
     // Reachable (not listable) by the sandbox user, who must get to pkg/ to bind it.
     fchmodSync(staging.fd, deps.runAs ? 0o711 : 0o700);
+    writeFileAt(staging, OWNER, String(process.pid));
     mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
     prefix = openDirAt(staging, PREFIX);
     if (!prefix) throw new HostFsError('the install prefix vanished');
@@ -237,13 +281,16 @@ async function install(
       if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
     }
     const env: Record<string, string> = extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {};
-    const proc = await deps.install(argv, binds, { allow: [grant] }, env);
+    const report = new InstallReport();
+    const extra = deps.cache.installHosts ?? [];
+    const proc = await deps.install(argv, binds, { allow: [grant, ...extra] }, env, (event) =>
+      report.event(event),
+    );
     void proc.closeStdin();
-    let tail = '';
     const forward = async (stream: AsyncIterable<Uint8Array>) => {
       for await (const chunk of stream) {
         options.stderr(chunk);
-        tail = (tail + Buffer.from(chunk).toString()).slice(-2000);
+        report.output(chunk);
       }
     };
     const abort = () => void proc.kill('SIGKILL');
@@ -251,13 +298,7 @@ async function install(
     const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
     options.signal?.removeEventListener('abort', abort);
     options.signal?.throwIfAborted();
-    if (status.code !== 0) {
-      throw new SetupFailedError(
-        `installing ${spec} failed (npm exited ${status.code ?? status.signal}); ` +
-          `the install may reach ${grant} only${tail ? `. npm said: ${lastLines(tail, 5)}` : ''}`,
-        status.code,
-      );
-    }
+    if (status.code !== 0) throw installFailure(spec, grant, status, report, deps.cache);
     // Take the tree over before reading it: as root it becomes ours, so no process of the
     // sandbox's uid can change it any more; in every case setuid bits and g/o write go.
     sealTree(prefix, {
@@ -268,6 +309,7 @@ async function install(
     const installed = describeInstall(prefix, spec, registry);
     // The marker goes next to pkg/, in the staging directory the sandbox never saw.
     writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
+    unlinkSync(at(staging.fd, OWNER));
     fchmodSync(staging.fd, 0o755);
     try {
       renameAt(root, stagingName, key);
@@ -289,6 +331,41 @@ async function install(
   } finally {
     closeDir(prefix);
     closeDir(staging);
+  }
+}
+
+/**
+ * Removes staging directories of installs whose process died (killed mid-install): only ours,
+ * writable by no one else, with an owner file read no-follow; removed fd-relative.
+ */
+function sweepStaging(root: OpenDir): void {
+  const uid = process.getuid?.() ?? 0;
+  for (const name of readdirSync(`/proc/self/fd/${root.fd}`)) {
+    if (!STAGING.test(name)) continue;
+    let dir: OpenDir | undefined;
+    try {
+      dir = openDirAt(root, name);
+      if (!dir || dir.stat.uid !== uid || (dir.stat.mode & 0o022) !== 0) continue;
+      const pid = readFileAt(dir, [OWNER], 32)?.toString('latin1') ?? '';
+      if (!/^[1-9]\d{0,9}$/.test(pid) || processExists(Number(pid))) continue;
+      const id = { dev: dir.stat.dev, ino: dir.stat.ino };
+      closeDir(dir);
+      dir = undefined;
+      removeAt(root, name, id);
+    } catch {
+      // changed meanwhile, or not ours: leave it
+    } finally {
+      closeDir(dir);
+    }
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -449,6 +526,27 @@ function askNpm(hostEnv: Readonly<Record<string, string | undefined>>): Promise<
   });
 }
 
-function lastLines(text: string, count: number): string {
-  return text.trim().split('\n').slice(-count).join(' / ');
+/** npm's own words, the hosts the install was refused (with the flag that grants them), and the log. */
+function installFailure(
+  spec: string,
+  grant: string,
+  status: { readonly code: number | null; readonly signal: string | null },
+  report: InstallReport,
+  cache: NpxCacheOptions,
+): SetupFailedError {
+  const lines = [`installing ${spec} failed (npm exited ${status.code ?? status.signal})`];
+  const said = report.npmSaid();
+  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
+  const refused = report.refusedHosts;
+  if (refused.length > 0) {
+    const flags = refused.map((hostPort) => `--install-allow-net ${hostPort.replace(/:443$/, '')}`).join(' ');
+    lines.push(
+      `its install scripts tried ${refused.join(', ')}, which the install step may not reach (only ${[grant, ...(cache.installHosts ?? [])].join(', ')}); ` +
+        `if the package downloads what it needs at install time, grant it for the install only: ${flags}`,
+    );
+  }
+  const name = `install-${spec.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80)}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`;
+  const log = report.saveLog(cache.logDir ?? join(dirname(cache.cacheRoot), 'logs'), name);
+  if (log) lines.push(`the whole install output: ${log}`);
+  return new SetupFailedError(lines.join('\n'), status.code);
 }

@@ -2,40 +2,403 @@
  * The seccomp filter every sandboxed process runs under, as classic BPF bytes for
  * `bwrap --seccomp FD`. Assembled here so that no build needs libseccomp.
  *
- * It refuses: new AF_UNIX sockets (host services listening on filesystem sockets that a
- * read-only view still exposes), AF_VSOCK sockets (the hypervisor's side channel), io_uring
- * (a large kernel surface that also bypasses this filter for the operations it submits), the
- * kernel keyring calls (the inherited session keyring can hold the user's tickets and keys),
- * and perf_event_open, bpf and userfaultfd (kernel surface that servers do not need).
- * socketpair() stays allowed: runtimes use it for their own pipes and it reaches nothing.
+ * An allowlist: a system call runs only when the table below names it; any other gets ENOSYS
+ * (so that libc falls back, as it does from clone3 to clone). The table starts from Docker's
+ * default profile and leaves out what an MCP server never needs: ptrace and the other ways into
+ * another process (process_vm_readv/writev, pidfd_getfd, kcmp, process_madvise), personality,
+ * modify_ldt and set_thread_area, the keyrings, bpf, perf_event_open, userfaultfd, io_uring
+ * (which would also bypass this filter for the operations it submits), mount, namespace and
+ * module calls, fanotify, name_to_handle_at, openat2 (its mode hides in memory the filter cannot
+ * read) and clone3 (its flags do too).
+ *
+ * A few calls are allowed only with some arguments (see CHECKED): socket families and types,
+ * socketpair, clone without new namespaces, and file modes without the setuid and setgid bits.
  */
 
 /** The architectures with a known system call table here, by `process.arch`. */
 export type SeccompArch = 'x64' | 'arm64' | 'riscv64';
 
+/** [name, number on x86_64, number in the generic table of arm64 and riscv64]; null: no such call. */
+type Entry = readonly [name: string, x64: number | null, generic: number | null];
+
+/**
+ * Allowed whatever their arguments. To allow a call a server needs: add it to its group with
+ * both numbers (from the kernel's `arch/x86/entry/syscalls/syscall_64.tbl` and
+ * `include/uapi/asm-generic/unistd.h`; calls from 424 on share one number everywhere), and add a
+ * test that runs the server.
+ */
+const ALLOWED: readonly Entry[] = [
+  // Files: open, read, write, seek, sync
+  ['read', 0, 63],
+  ['write', 1, 64],
+  ['readv', 19, 65],
+  ['writev', 20, 66],
+  ['pread64', 17, 67],
+  ['pwrite64', 18, 68],
+  ['preadv', 295, 69],
+  ['pwritev', 296, 70],
+  ['preadv2', 327, 286],
+  ['pwritev2', 328, 287],
+  ['lseek', 8, 62],
+  ['close', 3, 57],
+  ['close_range', 436, 436],
+  ['dup', 32, 23],
+  ['dup2', 33, null],
+  ['dup3', 292, 24],
+  ['fcntl', 72, 25],
+  ['flock', 73, 32],
+  ['fsync', 74, 82],
+  ['fdatasync', 75, 83],
+  ['sync', 162, 81],
+  ['syncfs', 306, 267],
+  ['sync_file_range', 277, 84],
+  ['fallocate', 285, 47],
+  ['ftruncate', 77, 46],
+  ['truncate', 76, 45],
+  ['fadvise64', 221, 223],
+  ['readahead', 187, 213],
+  ['sendfile', 40, 71],
+  ['copy_file_range', 326, 285],
+  ['splice', 275, 76],
+  ['tee', 276, 77],
+  ['vmsplice', 278, 75],
+  // File metadata and directories
+  ['access', 21, null],
+  ['faccessat', 269, 48],
+  ['faccessat2', 439, 439],
+  ['stat', 4, null],
+  ['fstat', 5, 80],
+  ['lstat', 6, null],
+  ['newfstatat', 262, 79],
+  ['statx', 332, 291],
+  ['statfs', 137, 43],
+  ['fstatfs', 138, 44],
+  ['getdents', 78, null],
+  ['getdents64', 217, 61],
+  ['getcwd', 79, 17],
+  ['chdir', 80, 49],
+  ['fchdir', 81, 50],
+  ['readlink', 89, null],
+  ['readlinkat', 267, 78],
+  ['mkdir', 83, null],
+  ['mkdirat', 258, 34],
+  ['rmdir', 84, null],
+  ['rename', 82, null],
+  ['renameat', 264, 38],
+  ['renameat2', 316, 276],
+  ['link', 86, null],
+  ['linkat', 265, 37],
+  ['symlink', 88, null],
+  ['symlinkat', 266, 36],
+  ['unlink', 87, null],
+  ['unlinkat', 263, 35],
+  ['umask', 95, 166],
+  ['utime', 132, null],
+  ['utimes', 235, null],
+  ['utimensat', 280, 88],
+  ['futimesat', 261, null],
+  ['chown', 92, null],
+  ['fchown', 93, 55],
+  ['lchown', 94, null],
+  ['fchownat', 260, 54],
+  ['getxattr', 191, 8],
+  ['lgetxattr', 192, 9],
+  ['fgetxattr', 193, 10],
+  ['listxattr', 194, 11],
+  ['llistxattr', 195, 12],
+  ['flistxattr', 196, 13],
+  ['setxattr', 188, 5],
+  ['lsetxattr', 189, 6],
+  ['fsetxattr', 190, 7],
+  ['removexattr', 197, 14],
+  ['lremovexattr', 198, 15],
+  ['fremovexattr', 199, 16],
+  ['inotify_init', 253, null],
+  ['inotify_init1', 294, 26],
+  ['inotify_add_watch', 254, 27],
+  ['inotify_rm_watch', 255, 28],
+  // Memory
+  ['brk', 12, 214],
+  ['mmap', 9, 222],
+  ['munmap', 11, 215],
+  ['mremap', 25, 216],
+  ['mprotect', 10, 226],
+  ['madvise', 28, 233],
+  ['mincore', 27, 232],
+  ['msync', 26, 227],
+  ['mlock', 149, 228],
+  ['mlock2', 325, 284],
+  ['munlock', 150, 229],
+  ['mlockall', 151, 230],
+  ['munlockall', 152, 231],
+  ['membarrier', 324, 283],
+  ['memfd_create', 319, 279],
+  ['memfd_secret', 447, 447],
+  ['pkey_alloc', 330, 289],
+  ['pkey_free', 331, 290],
+  ['pkey_mprotect', 329, 288],
+  ['process_mrelease', 448, 448],
+  ['map_shadow_stack', 453, null],
+  // Processes and threads. clone is checked (CHECKED); clone3 keeps its flags in memory the
+  // filter cannot read, so it gets ENOSYS and libc falls back to clone.
+  ['fork', 57, null],
+  ['vfork', 58, null],
+  ['execve', 59, 221],
+  ['execveat', 322, 281],
+  ['exit', 60, 93],
+  ['exit_group', 231, 94],
+  ['wait4', 61, 260],
+  ['waitid', 247, 95],
+  ['set_tid_address', 218, 96],
+  ['set_robust_list', 273, 99],
+  ['get_robust_list', 274, 100],
+  ['rseq', 334, 293],
+  ['arch_prctl', 158, null],
+  ['gettid', 186, 178],
+  ['getpid', 39, 172],
+  ['getppid', 110, 173],
+  ['getpgid', 121, 155],
+  ['getpgrp', 111, null],
+  ['setpgid', 109, 154],
+  ['getsid', 124, 156],
+  ['setsid', 112, 157],
+  ['kill', 62, 129],
+  ['tkill', 200, 130],
+  ['tgkill', 234, 131],
+  ['pidfd_open', 434, 434],
+  ['pidfd_send_signal', 424, 424],
+  ['seccomp', 317, 277],
+  ['landlock_create_ruleset', 444, 444],
+  ['landlock_add_rule', 445, 445],
+  ['landlock_restrict_self', 446, 446],
+  ['capget', 125, 90],
+  ['capset', 126, 91],
+  // Credentials: only ever within the sandbox's own ids, which hold no capabilities
+  ['getuid', 102, 174],
+  ['geteuid', 107, 175],
+  ['getgid', 104, 176],
+  ['getegid', 108, 177],
+  ['getresuid', 118, 148],
+  ['getresgid', 120, 150],
+  ['getgroups', 115, 158],
+  ['setuid', 105, 146],
+  ['setgid', 106, 144],
+  ['setreuid', 113, 145],
+  ['setregid', 114, 143],
+  ['setresuid', 117, 147],
+  ['setresgid', 119, 149],
+  ['setfsuid', 122, 151],
+  ['setfsgid', 123, 152],
+  ['setgroups', 116, 159],
+  // Signals
+  ['rt_sigaction', 13, 134],
+  ['rt_sigprocmask', 14, 135],
+  ['rt_sigreturn', 15, 139],
+  ['rt_sigpending', 127, 136],
+  ['rt_sigsuspend', 130, 133],
+  ['rt_sigtimedwait', 128, 137],
+  ['rt_sigqueueinfo', 129, 138],
+  ['rt_tgsigqueueinfo', 297, 240],
+  ['sigaltstack', 131, 132],
+  ['signalfd', 282, null],
+  ['signalfd4', 289, 74],
+  ['pause', 34, null],
+  ['restart_syscall', 219, 128],
+  // Waiting, polling, events and futexes
+  ['futex', 202, 98],
+  ['futex_waitv', 449, 449],
+  ['futex_wake', 454, 454],
+  ['futex_wait', 455, 455],
+  ['futex_requeue', 456, 456],
+  ['poll', 7, null],
+  ['ppoll', 271, 73],
+  ['select', 23, null],
+  ['pselect6', 270, 72],
+  ['epoll_create', 213, null],
+  ['epoll_create1', 291, 20],
+  ['epoll_ctl', 233, 21],
+  ['epoll_wait', 232, null],
+  ['epoll_pwait', 281, 22],
+  ['epoll_pwait2', 441, 441],
+  ['eventfd', 284, null],
+  ['eventfd2', 290, 19],
+  ['pipe', 22, null],
+  ['pipe2', 293, 59],
+  // Time and timers
+  ['nanosleep', 35, 101],
+  ['clock_nanosleep', 230, 115],
+  ['clock_gettime', 228, 113],
+  ['clock_getres', 229, 114],
+  ['gettimeofday', 96, 169],
+  ['time', 201, null],
+  ['times', 100, 153],
+  ['alarm', 37, null],
+  ['getitimer', 36, 102],
+  ['setitimer', 38, 103],
+  ['timer_create', 222, 107],
+  ['timer_settime', 223, 110],
+  ['timer_gettime', 224, 108],
+  ['timer_getoverrun', 225, 109],
+  ['timer_delete', 226, 111],
+  ['timerfd_create', 283, 85],
+  ['timerfd_settime', 286, 86],
+  ['timerfd_gettime', 287, 87],
+  ['adjtimex', 159, 171],
+  ['clock_adjtime', 305, 266],
+  // Scheduling, limits and system information
+  ['sched_yield', 24, 124],
+  ['sched_getaffinity', 204, 123],
+  ['sched_setaffinity', 203, 122],
+  ['sched_getparam', 143, 121],
+  ['sched_setparam', 142, 118],
+  ['sched_getscheduler', 145, 120],
+  ['sched_setscheduler', 144, 119],
+  ['sched_get_priority_max', 146, 125],
+  ['sched_get_priority_min', 147, 126],
+  ['sched_rr_get_interval', 148, 127],
+  ['sched_getattr', 315, 275],
+  ['sched_setattr', 314, 274],
+  ['getpriority', 140, 141],
+  ['setpriority', 141, 140],
+  ['ioprio_get', 252, 31],
+  ['ioprio_set', 251, 30],
+  ['getrlimit', 97, 163],
+  ['setrlimit', 160, 164],
+  ['prlimit64', 302, 261],
+  ['getrusage', 98, 165],
+  ['sysinfo', 99, 179],
+  ['uname', 63, 160],
+  ['getrandom', 318, 278],
+  ['getcpu', 309, 168],
+  // Sockets: socket() and socketpair() are checked (CHECKED); these act on what those made.
+  ['connect', 42, 203],
+  ['accept', 43, 202],
+  ['accept4', 288, 242],
+  ['bind', 49, 200],
+  ['listen', 50, 201],
+  ['shutdown', 48, 210],
+  ['getsockname', 51, 204],
+  ['getpeername', 52, 205],
+  ['getsockopt', 55, 209],
+  ['setsockopt', 54, 208],
+  ['sendto', 44, 206],
+  ['recvfrom', 45, 207],
+  ['sendmsg', 46, 211],
+  ['recvmsg', 47, 212],
+  ['sendmmsg', 307, 269],
+  ['recvmmsg', 299, 243],
+  // Linux AIO, a small interface some databases use (io_uring is not here)
+  ['io_setup', 206, 0],
+  ['io_destroy', 207, 1],
+  ['io_submit', 209, 2],
+  ['io_cancel', 210, 3],
+  ['io_getevents', 208, 4],
+  ['io_pgetevents', 333, 292],
+  // System V IPC, private to the sandbox's ipc namespace, and POSIX message queues
+  ['shmget', 29, 194],
+  ['shmat', 30, 196],
+  ['shmdt', 67, 197],
+  ['shmctl', 31, 195],
+  ['semget', 64, 190],
+  ['semop', 65, 193],
+  ['semtimedop', 220, 192],
+  ['semctl', 66, 191],
+  ['msgget', 68, 186],
+  ['msgsnd', 69, 189],
+  ['msgrcv', 70, 188],
+  ['msgctl', 71, 187],
+  ['mq_open', 240, 180],
+  ['mq_unlink', 241, 181],
+  ['mq_timedsend', 242, 182],
+  ['mq_timedreceive', 243, 183],
+  ['mq_notify', 244, 184],
+  ['mq_getsetattr', 245, 185],
+  // ioctl: terminals and devices. The sandbox runs in a session of its own, with no terminal.
+  ['ioctl', 16, 29],
+];
+
+/** Allowed only on riscv64: JIT compilers must flush the instruction cache there. */
+const RISCV64_ONLY: readonly number[] = [258 /* riscv_hwprobe */, 259 /* riscv_flush_icache */];
+
+type Check =
+  /** socket(): AF_INET and AF_INET6 streams (TCP) and datagrams (UDP, ping), and AF_NETLINK's
+   * NETLINK_ROUTE that getifaddrs() reads. No AF_UNIX (host services on filesystem sockets),
+   * no packet, raw or vsock sockets, no other protocol modules. */
+  | { readonly kind: 'socket' }
+  /** socketpair(): AF_UNIX streams and seqpackets only. A pair is connected to itself and
+   * ignores addresses; a datagram end could sendto() any socket path the sandbox sees. */
+  | { readonly kind: 'socketpair' }
+  /** clone(): threads and processes, no new namespaces. */
+  | { readonly kind: 'clone' }
+  /** prctl(): PR_SET_PDEATHSIG only to SIGKILL. bwrap's init (pid 1) runs under this filter
+   * too, and a process inside can write code into it through /proc/1/mem: it must not clear
+   * the parent-death signal that ends the sandbox when the host process dies. */
+  | { readonly kind: 'prctl' }
+  /** A mode argument without S_ISUID or S_ISGID: no set-id file on an rw mount. */
+  | { readonly kind: 'mode'; readonly arg: number }
+  /** open and openat: the mode counts only when the flags create a file. */
+  | { readonly kind: 'openMode'; readonly flagsArg: number; readonly modeArg: number };
+
+const CHECKED: readonly (readonly [
+  name: string,
+  x64: number | null,
+  generic: number | null,
+  check: Check,
+])[] = [
+  ['socket', 41, 198, { kind: 'socket' }],
+  ['socketpair', 53, 199, { kind: 'socketpair' }],
+  ['clone', 56, 220, { kind: 'clone' }],
+  ['prctl', 157, 167, { kind: 'prctl' }],
+  ['chmod', 90, null, { kind: 'mode', arg: 1 }],
+  ['fchmod', 91, 52, { kind: 'mode', arg: 1 }],
+  ['fchmodat', 268, 53, { kind: 'mode', arg: 2 }],
+  ['fchmodat2', 452, 452, { kind: 'mode', arg: 2 }],
+  ['creat', 85, null, { kind: 'mode', arg: 1 }],
+  ['mknod', 133, null, { kind: 'mode', arg: 1 }],
+  ['mknodat', 259, 33, { kind: 'mode', arg: 2 }],
+  ['open', 2, null, { kind: 'openMode', flagsArg: 1, modeArg: 2 }],
+  ['openat', 257, 56, { kind: 'openMode', flagsArg: 2, modeArg: 3 }],
+];
+
 interface ArchTable {
   readonly auditArch: number;
-  readonly socket: number;
-  /** add_key, request_key, keyctl, perf_event_open, bpf, userfaultfd. */
-  readonly refused: readonly number[];
-  /** x86_64 also accepts x32 calls (number | 0x40000000), which would dodge the numbers below. */
+  readonly column: 1 | 2;
+  readonly extra?: readonly number[];
+  /** x86_64 also accepts x32 calls (number | 0x40000000), which would dodge the numbers here. */
   readonly x32Bit?: number;
 }
 
-// arm64 and riscv64 share the generic system call table.
-const GENERIC_REFUSED = [217, 218, 219, 241, 280, 282];
-
 const ARCHES: Record<SeccompArch, ArchTable> = {
-  x64: { auditArch: 0xc000003e, socket: 41, refused: [248, 249, 250, 298, 321, 323], x32Bit: 0x40000000 },
-  arm64: { auditArch: 0xc00000b7, socket: 198, refused: GENERIC_REFUSED },
-  riscv64: { auditArch: 0xc00000f3, socket: 198, refused: GENERIC_REFUSED },
+  x64: { auditArch: 0xc000003e, column: 1, x32Bit: 0x40000000 },
+  arm64: { auditArch: 0xc00000b7, column: 2 },
+  riscv64: { auditArch: 0xc00000f3, column: 2, extra: RISCV64_ONLY },
 };
 
-// io_uring_setup, io_uring_enter, io_uring_register share these numbers on every arch above.
-const IO_URING = [425, 426, 427] as const;
-
 export const AF_UNIX = 1;
+export const AF_INET = 2;
+export const AF_INET6 = 10;
+export const AF_NETLINK = 16;
+export const AF_PACKET = 17;
 export const AF_VSOCK = 40;
+export const SOCK_STREAM = 1;
+export const SOCK_DGRAM = 2;
+export const SOCK_RAW = 3;
+export const SOCK_SEQPACKET = 5;
+const SOCK_TYPE_MASK = 0xf;
+const IPPROTO_ICMP = 1;
+const IPPROTO_TCP = 6;
+const IPPROTO_UDP = 17;
+const IPPROTO_ICMPV6 = 58;
+const NETLINK_ROUTE = 0;
+/** CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET. */
+export const CLONE_NAMESPACES = 0x7e020000;
+export const PR_SET_PDEATHSIG = 1;
+const SIGKILL = 9;
+export const S_ISUID = 0o4000;
+export const S_ISGID = 0o2000;
+/** O_CREAT and __O_TMPFILE, the same on every architecture here. */
+const O_CREATES = 0o100 | 0o20000000;
+
 export const EPERM = 1;
 export const ENOSYS = 38;
 
@@ -44,12 +407,16 @@ export const SECCOMP_RET_ERRNO = 0x00050000;
 export const SECCOMP_RET_ALLOW = 0x7fff0000;
 
 // Offsets into struct seccomp_data { int nr; u32 arch; u64 ip; u64 args[6]; } (little-endian).
+// Every argument checked here is an int or smaller for the kernel: the low 32 bits decide.
 const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
-const OFFSET_ARG0_LOW = 16;
+const argLow = (index: number) => 16 + 8 * index;
 
 const BPF_LD_W_ABS = 0x20;
+const BPF_ALU_AND_K = 0x54;
+const BPF_JA = 0x05;
 const BPF_JEQ_K = 0x15;
+const BPF_JGE_K = 0x35;
 const BPF_JSET_K = 0x45;
 const BPF_RET_K = 0x06;
 
@@ -57,58 +424,199 @@ export function isSeccompArch(arch: string): arch is SeccompArch {
   return Object.hasOwn(ARCHES, arch);
 }
 
+/** The numbers allowed whatever their arguments on `arch`, sorted. */
+export function allowedSyscallsOf(arch: SeccompArch): readonly number[] {
+  const table = ARCHES[arch];
+  const numbers = ALLOWED.map((entry) => entry[table.column]).filter((nr): nr is number => nr !== null);
+  return [...new Set([...numbers, ...(table.extra ?? [])])].sort((a, b) => a - b);
+}
+
+/** The number of a call by name on `arch` (allowed, checked or not), for tests and docs. */
+export function syscallNumber(arch: SeccompArch, name: string): number | undefined {
+  const column = ARCHES[arch].column;
+  return [...ALLOWED, ...CHECKED].find((entry) => entry[0] === name)?.[column] ?? undefined;
+}
+
+/** How many calls the filter lets through on `arch`: unconditionally, and with checked arguments. */
+export function filterSize(arch: SeccompArch): { readonly allowed: number; readonly checked: number } {
+  const column = ARCHES[arch].column;
+  return {
+    allowed: allowedSyscallsOf(arch).length,
+    checked: CHECKED.filter((entry) => entry[column] !== null).length,
+  };
+}
+
 type Step =
   | { readonly op: 'load'; readonly offset: number }
-  | { readonly op: 'jeq' | 'jset'; readonly k: number; readonly yes: string; readonly no?: string }
+  | { readonly op: 'and'; readonly k: number }
+  | { readonly op: 'jeq' | 'jge' | 'jset'; readonly k: number; readonly yes: string; readonly no?: string }
+  | { readonly op: 'ja'; readonly to: string }
   | { readonly op: 'ret'; readonly k: number }
   | { readonly op: 'label'; readonly name: string };
+
+const ALLOW: Step = { op: 'ret', k: SECCOMP_RET_ALLOW };
+const REFUSE: Step = { op: 'ret', k: SECCOMP_RET_ERRNO | EPERM };
 
 /** Returns the filter for `arch` as `struct sock_filter[]` bytes. */
 export function buildSeccompFilter(arch: SeccompArch): Uint8Array {
   const table = ARCHES[arch];
+  const kill: Step = { op: 'ret', k: SECCOMP_RET_KILL_PROCESS };
   const steps: Step[] = [
     // A process of another ABI (i386 on x86_64, say) would use other numbers: kill it.
     { op: 'load', offset: OFFSET_ARCH },
-    { op: 'jeq', k: table.auditArch, yes: 'native', no: 'kill' },
+    { op: 'jeq', k: table.auditArch, yes: 'native', no: 'foreign' },
+    { op: 'label', name: 'foreign' },
+    kill,
     { op: 'label', name: 'native' },
     { op: 'load', offset: OFFSET_NR },
   ];
-  if (table.x32Bit !== undefined) steps.push({ op: 'jset', k: table.x32Bit, yes: 'kill' });
-  steps.push({ op: 'jeq', k: table.socket, yes: 'socket' });
-  for (const nr of [...IO_URING, ...table.refused]) steps.push({ op: 'jeq', k: nr, yes: 'enosys' });
-  steps.push(
-    { op: 'ret', k: SECCOMP_RET_ALLOW },
-    { op: 'label', name: 'socket' },
-    // The kernel reads the domain as an int: compare the low 32 bits only.
-    { op: 'load', offset: OFFSET_ARG0_LOW },
-    { op: 'jeq', k: AF_UNIX, yes: 'eperm' },
-    { op: 'jeq', k: AF_VSOCK, yes: 'eperm' },
-    { op: 'ret', k: SECCOMP_RET_ALLOW },
-    { op: 'label', name: 'eperm' },
-    { op: 'ret', k: SECCOMP_RET_ERRNO | EPERM },
-    { op: 'label', name: 'enosys' },
-    { op: 'ret', k: SECCOMP_RET_ERRNO | ENOSYS },
-    { op: 'label', name: 'kill' },
-    { op: 'ret', k: SECCOMP_RET_KILL_PROCESS },
-  );
+  if (table.x32Bit !== undefined) {
+    steps.push({ op: 'jset', k: table.x32Bit, yes: 'x32', no: 'calls' }, { op: 'label', name: 'x32' }, kill);
+    steps.push({ op: 'label', name: 'calls' });
+  }
+  const targets: Target[] = allowedSyscallsOf(arch).map((nr) => ({ nr }));
+  for (const [, x64, generic, check] of CHECKED) {
+    const nr = table.column === 1 ? x64 : generic;
+    if (nr !== null) targets.push({ nr, check });
+  }
+  targets.sort((a, b) => a.nr - b.nr);
+  let labels = 0;
+  const fresh = (what: string) => `${what}${labels++}`;
+  emitTree(steps, targets, fresh);
   return assemble(steps);
+}
+
+interface Target {
+  readonly nr: number;
+  readonly check?: Check;
+}
+
+/**
+ * A binary search over the sorted numbers (the accumulator holds the call's number), with small
+ * linear leaves that end in their own return, so that no jump goes far.
+ */
+function emitTree(steps: Step[], targets: readonly Target[], fresh: (what: string) => string): void {
+  if (targets.length <= 4) {
+    const hits = targets.map((target) => ({ target, label: fresh('hit') }));
+    for (const { target, label } of hits) steps.push({ op: 'jeq', k: target.nr, yes: label });
+    steps.push({ op: 'ret', k: SECCOMP_RET_ERRNO | ENOSYS });
+    for (const { target, label } of hits) {
+      steps.push({ op: 'label', name: label });
+      if (target.check) emitCheck(steps, target.check, fresh);
+      else steps.push(ALLOW);
+    }
+    return;
+  }
+  const middle = Math.floor(targets.length / 2);
+  const high = fresh('high');
+  const jump = fresh('jump');
+  const low = fresh('low');
+  steps.push(
+    { op: 'jge', k: (targets[middle] as Target).nr, yes: jump, no: low },
+    { op: 'label', name: jump },
+    { op: 'ja', to: high },
+    { op: 'label', name: low },
+  );
+  emitTree(steps, targets.slice(0, middle), fresh);
+  steps.push({ op: 'label', name: high });
+  emitTree(steps, targets.slice(middle), fresh);
+}
+
+function emitCheck(steps: Step[], check: Check, fresh: (what: string) => string): void {
+  const allow = fresh('allow');
+  const refuse = fresh('refuse');
+  const oneOf = (values: readonly number[], yes: string) => {
+    for (const k of values) steps.push({ op: 'jeq', k, yes });
+  };
+  switch (check.kind) {
+    case 'socket': {
+      const inet = fresh('inet');
+      const netlink = fresh('netlink');
+      const stream = fresh('stream');
+      const dgram = fresh('dgram');
+      steps.push({ op: 'load', offset: argLow(0) });
+      oneOf([AF_INET, AF_INET6], inet);
+      steps.push({ op: 'jeq', k: AF_NETLINK, yes: netlink }, { op: 'ja', to: refuse });
+      steps.push({ op: 'label', name: inet }, { op: 'load', offset: argLow(1) });
+      steps.push({ op: 'and', k: SOCK_TYPE_MASK });
+      steps.push({ op: 'jeq', k: SOCK_STREAM, yes: stream }, { op: 'jeq', k: SOCK_DGRAM, yes: dgram });
+      steps.push({ op: 'ja', to: refuse });
+      steps.push({ op: 'label', name: stream }, { op: 'load', offset: argLow(2) });
+      oneOf([0, IPPROTO_TCP], allow);
+      steps.push({ op: 'ja', to: refuse });
+      steps.push({ op: 'label', name: dgram }, { op: 'load', offset: argLow(2) });
+      oneOf([0, IPPROTO_UDP, IPPROTO_ICMP, IPPROTO_ICMPV6], allow);
+      steps.push({ op: 'ja', to: refuse });
+      steps.push({ op: 'label', name: netlink }, { op: 'load', offset: argLow(2) });
+      oneOf([NETLINK_ROUTE], allow);
+      steps.push({ op: 'ja', to: refuse });
+      break;
+    }
+    case 'socketpair': {
+      const unix = fresh('unix');
+      steps.push({ op: 'load', offset: argLow(0) }, { op: 'jeq', k: AF_UNIX, yes: unix, no: refuse });
+      steps.push({ op: 'label', name: unix }, { op: 'load', offset: argLow(1) });
+      steps.push({ op: 'and', k: SOCK_TYPE_MASK });
+      oneOf([SOCK_STREAM, SOCK_SEQPACKET], allow);
+      steps.push({ op: 'ja', to: refuse });
+      break;
+    }
+    case 'clone':
+      steps.push({ op: 'load', offset: argLow(0) }, { op: 'jset', k: CLONE_NAMESPACES, yes: refuse });
+      steps.push({ op: 'ja', to: allow });
+      break;
+    case 'prctl': {
+      const pdeathsig = fresh('pdeathsig');
+      steps.push(
+        { op: 'load', offset: argLow(0) },
+        { op: 'jeq', k: PR_SET_PDEATHSIG, yes: pdeathsig, no: allow },
+      );
+      steps.push({ op: 'label', name: pdeathsig }, { op: 'load', offset: argLow(1) });
+      steps.push({ op: 'jeq', k: SIGKILL, yes: allow, no: refuse });
+      break;
+    }
+    case 'mode':
+      steps.push(
+        { op: 'load', offset: argLow(check.arg) },
+        { op: 'jset', k: S_ISUID | S_ISGID, yes: refuse },
+      );
+      steps.push({ op: 'ja', to: allow });
+      break;
+    case 'openMode': {
+      const creates = fresh('creates');
+      steps.push({ op: 'load', offset: argLow(check.flagsArg) });
+      steps.push({ op: 'jset', k: O_CREATES, yes: creates, no: allow });
+      steps.push({ op: 'label', name: creates }, { op: 'load', offset: argLow(check.modeArg) });
+      steps.push({ op: 'jset', k: S_ISUID | S_ISGID, yes: refuse });
+      steps.push({ op: 'ja', to: allow });
+      break;
+    }
+  }
+  steps.push({ op: 'label', name: allow }, ALLOW, { op: 'label', name: refuse }, REFUSE);
 }
 
 function assemble(steps: readonly Step[]): Uint8Array {
   const labels = new Map<string, number>();
   let count = 0;
   for (const step of steps) {
-    if (step.op === 'label') labels.set(step.name, count);
-    else count++;
+    if (step.op === 'label') {
+      if (labels.has(step.name)) throw new Error(`duplicate seccomp label ${step.name}`);
+      labels.set(step.name, count);
+    } else count++;
   }
+  // The kernel takes at most 4096 instructions (BPF_MAXINSNS).
+  if (count > 4096) throw new Error('seccomp filter too long');
   const out = new Uint8Array(count * 8);
   const view = new DataView(out.buffer);
   let index = 0;
-  const jump = (label: string | undefined): number => {
-    if (label === undefined) return 0;
+  const offsetTo = (label: string): number => {
     const target = labels.get(label);
     if (target === undefined || target <= index) throw new Error(`bad seccomp label ${label}`);
-    const offset = target - index - 1;
+    return target - index - 1;
+  };
+  const jump = (label: string | undefined): number => {
+    if (label === undefined) return 0;
+    const offset = offsetTo(label);
     if (offset > 255) throw new Error('seccomp jump too far');
     return offset;
   };
@@ -121,11 +629,17 @@ function assemble(steps: readonly Step[]): Uint8Array {
     if (step.op === 'load') {
       code = BPF_LD_W_ABS;
       k = step.offset;
+    } else if (step.op === 'and') {
+      code = BPF_ALU_AND_K;
+      k = step.k;
     } else if (step.op === 'ret') {
       code = BPF_RET_K;
       k = step.k;
+    } else if (step.op === 'ja') {
+      code = BPF_JA;
+      k = offsetTo(step.to);
     } else {
-      code = step.op === 'jeq' ? BPF_JEQ_K : BPF_JSET_K;
+      code = step.op === 'jeq' ? BPF_JEQ_K : step.op === 'jge' ? BPF_JGE_K : BPF_JSET_K;
       jt = jump(step.yes);
       jf = jump(step.no);
       k = step.k;
@@ -143,13 +657,15 @@ function assemble(steps: readonly Step[]): Uint8Array {
 /** What the filter decides for one call; a small interpreter of the same bytes, for tests. */
 export function runSeccompFilter(
   program: Uint8Array,
-  data: { readonly nr: number; readonly arch: number; readonly arg0?: number },
+  data: { readonly nr: number; readonly arch: number; readonly args?: readonly number[] },
 ): number {
   const view = new DataView(program.buffer, program.byteOffset, program.byteLength);
   const input = new DataView(new ArrayBuffer(64));
   input.setInt32(OFFSET_NR, data.nr, true);
   input.setUint32(OFFSET_ARCH, data.arch >>> 0, true);
-  input.setUint32(OFFSET_ARG0_LOW, (data.arg0 ?? 0) >>> 0, true);
+  (data.args ?? []).forEach((arg, index) => {
+    input.setUint32(argLow(index), arg >>> 0, true);
+  });
   let a = 0;
   for (let pc = 0; pc * 8 < program.length; pc++) {
     const code = view.getUint16(pc * 8, true);
@@ -157,8 +673,11 @@ export function runSeccompFilter(
     const jf = view.getUint8(pc * 8 + 3);
     const k = view.getUint32(pc * 8 + 4, true);
     if (code === BPF_LD_W_ABS) a = input.getUint32(k, true);
+    else if (code === BPF_ALU_AND_K) a = (a & k) >>> 0;
     else if (code === BPF_RET_K) return k;
+    else if (code === BPF_JA) pc += k;
     else if (code === BPF_JEQ_K) pc += a === k ? jt : jf;
+    else if (code === BPF_JGE_K) pc += a >= k ? jt : jf;
     else if (code === BPF_JSET_K) pc += (a & k) !== 0 ? jt : jf;
     else throw new Error(`unknown BPF opcode ${code}`);
   }
@@ -167,12 +686,4 @@ export function runSeccompFilter(
 
 export function auditArchOf(arch: SeccompArch): number {
   return ARCHES[arch].auditArch;
-}
-
-export function refusedSyscallsOf(arch: SeccompArch): readonly number[] {
-  return ARCHES[arch].refused;
-}
-
-export function socketSyscallOf(arch: SeccompArch): number {
-  return ARCHES[arch].socket;
 }

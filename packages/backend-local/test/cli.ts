@@ -55,6 +55,8 @@ export interface AttackConfig {
   readonly markerNames: readonly string[];
   readonly secretName: string;
   readonly mountedFile: string;
+  /** A directory granted read-write to the server, where the install script tries to write. */
+  readonly writableDir?: string;
 }
 
 export interface Registry {
@@ -70,18 +72,22 @@ export const HOSTILE_PACKAGE = 'hostile-install';
  * An npm registry on 127.0.0.2 (loopback, but outside the sandbox's NO_PROXY list, so npm
  * inside goes through the egress proxy) serving the hostile package, packed with `config`.
  */
-export async function startRegistry(config: AttackConfig): Promise<Registry> {
+export async function startRegistry(
+  config: AttackConfig | Record<string, unknown>,
+  name: string = HOSTILE_PACKAGE,
+): Promise<Registry> {
   const beacons: Array<Record<string, unknown>> = [];
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
   const url = `http://127.0.0.2:${(server.address() as { port: number }).port}/`;
-  const tarball = packFixture({ ...config, registry: url });
-  const manifest = JSON.parse(
-    readFileSync(join(FIXTURES, HOSTILE_PACKAGE, 'package.json'), 'utf8'),
-  ) as Record<string, unknown>;
-  const tarballPath = `/${HOSTILE_PACKAGE}/-/${HOSTILE_PACKAGE}-1.0.0.tgz`;
+  const tarball = packFixture(name, { ...config, registry: url });
+  const manifest = JSON.parse(readFileSync(join(FIXTURES, name, 'package.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  const tarballPath = `/${name}/-/${name}-1.0.0.tgz`;
   const packument = {
-    name: HOSTILE_PACKAGE,
+    name,
     'dist-tags': { latest: '1.0.0' },
     versions: {
       '1.0.0': {
@@ -108,7 +114,7 @@ export async function startRegistry(config: AttackConfig): Promise<Registry> {
         }
         response.end('ok');
       });
-    } else if (path === `/${HOSTILE_PACKAGE}`) {
+    } else if (path === `/${name}`) {
       response.setHeader('content-type', 'application/json');
       response.end(JSON.stringify(packument));
     } else if (path === tarballPath) {
@@ -126,11 +132,11 @@ export async function startRegistry(config: AttackConfig): Promise<Registry> {
   };
 }
 
-/** The fixture package with its attack config, as a registry tarball (`package/…`). */
-function packFixture(config: AttackConfig & { registry: string }): Buffer {
+/** A fixture package with its config (as attack.json), as a registry tarball (`package/…`). */
+function packFixture(name: string, config: Record<string, unknown>): Buffer {
   const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-pack-'));
   try {
-    cpSync(join(FIXTURES, HOSTILE_PACKAGE), join(work, 'package'), { recursive: true });
+    cpSync(join(FIXTURES, name), join(work, 'package'), { recursive: true });
     writeFileSync(join(work, 'package', 'attack.json'), JSON.stringify(config));
     const out = join(work, 'package.tgz');
     execFileSync('tar', ['-czf', out, '-C', work, 'package']);

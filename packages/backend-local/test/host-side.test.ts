@@ -21,6 +21,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cacheKey } from '../src/npx.js';
 import {
   type AttackConfig,
   BIN,
@@ -30,6 +31,12 @@ import {
   runBin,
   startRegistry,
 } from './cli.js';
+
+if (!existsSync(BIN)) {
+  throw new Error(
+    `${BIN} is missing: these tests drive the built binary; build the workspace first (turbo run build)`,
+  );
+}
 
 const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-host-side-'));
 // As root the sandbox runs as nobody, who must be able to pass through to the cache and state.
@@ -112,6 +119,19 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       const planted = findNamed(cache, '.mcp-sandbox-install.json');
       expect(planted).toHaveLength(1);
       expect(readlinkSync(planted[0]!)).toBe(canary);
+      // The installed tree is the host's now: no other user (nobody, as which the install ran
+      // when the host is root) may change it, and no setuid bit survived.
+      const uid = process.getuid?.() ?? 0;
+      const loose: string[] = [];
+      const check = (path: string) => {
+        const stat = lstatSync(path);
+        if (stat.isSymbolicLink()) return;
+        if (stat.uid !== uid || (stat.mode & 0o6022) !== 0)
+          loose.push(`${path} ${stat.uid} ${stat.mode.toString(8)}`);
+        if (stat.isDirectory()) for (const entry of readdirSync(path)) check(join(path, entry));
+      };
+      check(cache);
+      expect(loose).toEqual([]);
       // A warm start reads the entry again (the marker, the binary) and follows nothing either.
       const warm = await runBin([
         '--backend-option',
@@ -144,11 +164,15 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
     const mountedFile = join(shared, 'notes.txt');
     const mountedText = `granted to the server ${randomUUID()}`;
     writeFileSync(mountedFile, mountedText, { mode: 0o644 });
+    const writableDir = freshDir('writable');
+    // Writable by the sandbox's user also when the tests run as root (then it runs as nobody).
+    chmodSync(writableDir, 0o777);
     const registry = await startRegistry({
       canary: join(work, 'no-canary'),
       markerNames: [],
       secretName,
       mountedFile,
+      writableDir,
     });
     try {
       const running = await runBin(
@@ -157,6 +181,8 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
           secretName,
           '--mount',
           `${shared}:ro`,
+          '--mount',
+          `${writableDir}:rw`,
           '--backend-option',
           `npmRegistry=${registry.url}`,
           '--backend-option',
@@ -172,6 +198,9 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
         // Control: the grants are real, the server itself sees both...
         expect(await running.call('env', { name: secretName })).toEqual({ value: secret });
         expect(await running.call('read', { path: mountedFile })).toEqual({ text: mountedText });
+        expect(await running.call('write', { path: join(writableDir, 'from-server'), text: 'x' })).toEqual({
+          ok: true,
+        });
       } finally {
         await stop(running);
       }
@@ -182,6 +211,8 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       expect(found.secret).toBeNull();
       expect(found.mounted).toMatch(/^ERR /);
       expect(found.envNames).not.toContain(secretName);
+      expect(found.wrote).toMatch(/^ERR /);
+      expect(existsSync(join(writableDir, 'from-install'))).toBe(false);
       expect(JSON.stringify(found)).not.toContain(secret);
       expect(JSON.stringify(found)).not.toContain(mountedText);
     } finally {
@@ -344,6 +375,85 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       expect(none.stderr).toContain(secret);
     } finally {
       rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it('an install killed mid-way leaves no staging directory behind after the next install', {
+    timeout: 120_000,
+  }, async () => {
+    const cache = freshDir('cache');
+    // What a bridge killed during an install leaves: a staging directory and its dead owner.
+    const dead = join(cache, `${'0'.repeat(24)}.tmp-dead`);
+    mkdirSync(join(dead, 'pkg', 'node_modules'), { recursive: true });
+    writeFileSync(join(dead, 'owner-pid'), '999999999');
+    // One whose owner still runs is left alone.
+    const live = join(cache, `${'1'.repeat(24)}.tmp-live`);
+    mkdirSync(live);
+    writeFileSync(join(live, 'owner-pid'), String(process.pid));
+    const registry = await startRegistry({
+      canary: join(work, 'no-canary'),
+      markerNames: [],
+      secretName: 'UNUSED',
+      mountedFile: '/nonexistent',
+    });
+    try {
+      const running = await runBin([
+        '--backend-option',
+        `npmRegistry=${registry.url}`,
+        '--backend-option',
+        `npmCacheDir=${cache}`,
+        '--',
+        'npx',
+        '-y',
+        `${HOSTILE_PACKAGE}@1.0.0`,
+      ]);
+      await stop(running);
+      expect(existsSync(dead)).toBe(false);
+      expect(existsSync(live)).toBe(true);
+      // The new entry holds the marker beside the install and no owner file.
+      const entries = readdirSync(cache).filter((name) => /^[0-9a-f]{24}$/.test(name));
+      expect(entries).toHaveLength(1);
+      expect(readdirSync(join(cache, entries[0]!)).sort()).toEqual(['install.json', 'pkg']);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  it('a damaged cache entry is reported, not removed or used', { timeout: 60_000 }, async () => {
+    const cache = freshDir('cache');
+    const registry = await startRegistry({
+      canary: join(work, 'no-canary'),
+      markerNames: [],
+      secretName: 'UNUSED',
+      mountedFile: '/nonexistent',
+    });
+    try {
+      const spec = `${HOSTILE_PACKAGE}@1.0.0`;
+      const entry = join(cache, cacheKey(registry.url, spec));
+      mkdirSync(join(entry, 'pkg'), { recursive: true });
+      writeFileSync(join(entry, 'install.json'), '{"bin":"../../../bin/sh"}');
+      const result = spawnSync(
+        process.execPath,
+        [
+          BIN,
+          'run',
+          '--backend-option',
+          `npmRegistry=${registry.url}`,
+          '--backend-option',
+          `npmCacheDir=${cache}`,
+          '--',
+          'npx',
+          '-y',
+          spec,
+        ],
+        { input: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n', encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toContain(`the install cache entry ${entry} is damaged`);
+      expect(existsSync(join(entry, 'install.json'))).toBe(true);
+      expect(registry.beacons).toEqual([]);
+    } finally {
+      await registry.close();
     }
   });
 });

@@ -9,13 +9,17 @@ import {
   BridgeErrorCode,
   errorResponseLine,
   headHasMethod,
+  idsLooselyEqual,
   idTextFromHead,
   inspectLargeLine,
   inspectMessage,
   type MessageInfo,
+  readStrict,
+  type StrictReading,
 } from './jsonrpc.js';
 import type { Logger } from './logger.js';
 import type { ToolDescription, ToolPolicy } from './policy.js';
+import { ControlEscaper, escapeControls } from './terminal.js';
 import type { TraceSink } from './trace.js';
 import { MAX_TIMER_MS } from './ttl.js';
 
@@ -102,6 +106,8 @@ export function startBridge(options: BridgeOptions): BridgeSession {
 }
 
 const NEWLINE = Buffer.from('\n');
+/** Dropped server lines noted on stderr; the rest only in the trace (a flood must not flood stderr). */
+const DROP_NOTES = 10;
 /** Lines from this size on are classified from their ends (unless a trace needs their text). */
 const LARGE_LINE_BYTES = 64 * 1024;
 
@@ -120,6 +126,7 @@ class Bridge {
   readonly #toolLists = new Set<string>();
   readonly #policy: ToolPolicy | undefined;
   #inflightDrained: Deferred<void> | undefined;
+  #dropped = 0;
   #sandbox: Sandbox | undefined;
   #proc: SandboxProcess | undefined;
   #serverStatus: ExitStatus | undefined;
@@ -191,10 +198,13 @@ class Bridge {
       }
       let command = this.#o.command;
       if (sandbox.prepare) {
+        // Install output comes from code the server chose: shown with its controls escaped.
+        const escaper = new ControlEscaper();
         command = await sandbox.prepare(command, {
-          stderr: (chunk) => this.#o.errorOutput.write(chunk),
+          stderr: (chunk) => this.#o.errorOutput.write(escaper.write(chunk)),
           signal,
         });
+        this.#write(this.#o.errorOutput, escaper.end());
         if (command !== this.#o.command) this.#trace?.event('prepared', { command });
         if (this.#ending) return;
       }
@@ -227,7 +237,7 @@ class Bridge {
   async #runSetup(sandbox: Sandbox, step: string, index: number): Promise<void> {
     this.#o.logger.info(`setup ${index + 1}: ${this.#redact(step)}`);
     this.#trace?.event('setup-start', { index, command: step });
-    const proc = await sandbox.exec(['sh', '-c', step]);
+    const proc = await sandbox.exec(['sh', '-c', step], { purpose: 'setup' });
     const output = Promise.all([this.#pumpStderr(proc.stdout), this.#pumpStderr(proc.stderr)]);
     const aborted = new Promise<'aborted'>((resolve) => {
       if (this.#abort.signal.aborted) resolve('aborted');
@@ -296,17 +306,18 @@ class Bridge {
     const content = lineContent(line);
     if (content.length === 0) return;
     let text: string | undefined;
-    let info = this.#classify(content);
-    if (
-      info === undefined ||
-      (this.#policy && (info.method === 'tools/call' || info.method === 'tools/list'))
-    ) {
+    // With a policy, every client line is read in full: its ids decide what the server may answer.
+    let info = this.#policy ? undefined : this.#classify(content);
+    if (info === undefined) {
       text = content.toString();
       info = inspectMessage(text);
     }
     if (info.kind === 'request') this.#inflight.set(info.idKey as string, info.idText as string);
-    // A refused call is recorded as a policy decision: it never crosses to the server.
-    if (this.#policy && info.kind === 'request' && !this.#admit(info)) return;
+    if (this.#policy) {
+      // A refused call is recorded as a policy decision: it never crosses to the server.
+      if (info.kind === 'request' && !this.#admit(info)) return;
+      if (info.kind === 'batch' && !this.#admitBatch(info.value as unknown[])) return;
+    }
     if (this.#trace)
       this.#trace.message('client->server', text as string, line.length, info.kind !== 'invalid');
     const proc = this.#proc ?? (await this.#ready.promise);
@@ -356,32 +367,104 @@ class Bridge {
   async #toClient(line: Buffer): Promise<void> {
     const content = lineContent(line);
     if (content.length === 0) return;
+    if (this.#policy) return this.#toClientChecked(line, content);
     let text: string | undefined;
     let info = this.#classify(content);
-    if (info === undefined || (info.kind === 'response' && this.#toolLists.has(info.idKey as string))) {
+    if (info === undefined) {
       text = content.toString();
       info = inspectMessage(text);
     }
+    if (this.#diverted(info, content, text)) return;
+    if (info.kind === 'response') this.#settle(info.idKey as string);
+    const whole = line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]);
+    // Tracing always has the text (no fast path).
+    if (this.#trace) this.#trace.message('server->client', text as string, whole.length, true);
+    await this.#writeClient(whole);
+  }
+
+  /** stdout belongs to the protocol: anything else is the server's noise, shown on stderr. */
+  #diverted(info: MessageInfo, content: Buffer, text: string | undefined): boolean {
     const notAnObject = info.value !== undefined && (typeof info.value !== 'object' || info.value === null);
-    if (info.kind === 'invalid' || notAnObject) {
-      // stdout belongs to the protocol: anything else is the server's noise, shown on stderr.
-      text ??= content.toString();
-      this.#trace?.event('stdout-diverted', { raw: text });
-      this.#write(this.#o.errorOutput, `[server stdout, not JSON-RPC] ${this.#redact(text)}\n`);
-      return;
-    }
+    if (info.kind !== 'invalid' && !notAnObject) return false;
+    const raw = text ?? content.toString();
+    this.#trace?.event('stdout-diverted', { raw });
+    this.#write(this.#o.errorOutput, `[server stdout, not JSON-RPC] ${escapeControls(this.#redact(raw))}\n`);
+    return true;
+  }
+
+  /**
+   * The policy's path: the line is read in full, and passes only if every client reads it the way
+   * the bridge does. A response passes only for a request in flight with exactly its id; anything
+   * else that may be a response is dropped, and the requests it might answer get an error instead.
+   */
+  async #toClientChecked(line: Buffer, content: Buffer): Promise<void> {
+    const reading = readStrict(content);
+    const { text, info } = reading;
+    if (!info) return this.#drop(text, reading.ambiguity as string, reading);
+    if (this.#diverted(info, content, text)) return;
     const whole = line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]);
     let forward = whole;
     if (info.kind === 'response') {
-      this.#settle(info.idKey as string);
-      if (this.#toolLists.delete(info.idKey as string)) forward = this.#filterTools(info, whole);
+      const idKey = info.idKey as string;
+      // The same JSON value: `1.0` is request 1 to every client that parses numbers, and past 2^53
+      // the key is the exact text, so a lossy match is not exact.
+      if (!this.#inflight.has(idKey)) {
+        const matched = this.#looseMatches(reading.idTexts);
+        const reason =
+          matched.length > 0
+            ? `its id ${reading.idRaw} only matches request ${matched.map(([, t]) => t).join(', ')} under a lenient reading`
+            : 'a response to a request never sent';
+        return this.#drop(text, reason, reading);
+      }
+      if (this.#toolLists.has(idKey)) {
+        const filtered = this.#filterTools(info, whole);
+        if (!filtered) {
+          const pending: [string, string] = [idKey, info.idText as string];
+          return this.#drop(text, 'a tools/list result without a tools array', reading, [pending]);
+        }
+        this.#toolLists.delete(idKey);
+        forward = filtered;
+      }
+      this.#settle(idKey);
     }
     if (this.#trace) {
-      // Tracing always has the text (no fast path); a filtered list is traced as the client saw it.
-      const traced = forward === whole ? (text as string) : lineContent(forward).toString();
+      // A filtered list is traced as the client saw it.
+      const traced = forward === whole ? text : lineContent(forward).toString();
       this.#trace.message('server->client', traced, forward.length, true);
     }
     await this.#writeClient(forward);
+  }
+
+  /** Requests in flight that a lenient reader could take any of `idTexts` for. */
+  #looseMatches(idTexts: readonly string[]): Array<[string, string]> {
+    return [...this.#inflight].filter(([, pending]) => idTexts.some((id) => idsLooselyEqual(id, pending)));
+  }
+
+  /**
+   * Fails closed: the line does not reach the client. Requests it may have been meant to answer
+   * get a policy error, so the client does not wait for an answer that will not come.
+   */
+  #drop(text: string, reason: string, reading: StrictReading, answered: Array<[string, string]> = []): void {
+    this.#dropped++;
+    if (this.#dropped <= DROP_NOTES) {
+      const more = this.#dropped === DROP_NOTES ? ' (further drops are recorded only in the trace)' : '';
+      this.#o.logger.warn(
+        `dropped a server message (${reason}): with a tool policy active, only messages every client reads the same way pass${more}`,
+      );
+    }
+    this.#trace?.event('policy', { action: 'dropped', reason, bytes: Buffer.byteLength(text), raw: text });
+    const owed = new Map<string, string>(answered);
+    if (reading.mayAnswer)
+      for (const [idKey, idText] of this.#looseMatches(reading.idTexts)) owed.set(idKey, idText);
+    for (const [idKey, idText] of owed) {
+      this.#toolLists.delete(idKey);
+      this.#answer(
+        idKey,
+        idText,
+        BridgeErrorCode.policyDenied,
+        `mcp-sandbox: the server's answer was refused by this session's policy: ${reason}`,
+      );
+    }
   }
 
   /**
@@ -418,11 +501,37 @@ class Bridge {
     return false;
   }
 
-  /** Filters a `tools/list` result: this one response is re-serialized, every other byte stays verbatim. */
-  #filterTools(info: MessageInfo, line: Buffer): Buffer {
+  /**
+   * A client batch: its requests are in flight like any others, but one that lists or calls tools
+   * is refused whole, since refusing part of it would mean rewriting it.
+   */
+  #admitBatch(batch: unknown[]): boolean {
+    const requests = batch.map((m) => inspectMessage(JSON.stringify(m))).filter((m) => m.kind === 'request');
+    for (const r of requests) this.#inflight.set(r.idKey as string, r.idText as string);
+    if (!requests.some((r) => r.method === 'tools/list' || r.method === 'tools/call')) return true;
+    this.#o.logger.warn('refused a batch that lists or calls tools: send such requests one by one');
+    this.#trace?.event('policy', { action: 'refused', reason: 'a batch that lists or calls tools' });
+    for (const r of requests) {
+      this.#answer(
+        r.idKey as string,
+        r.idText as string,
+        BridgeErrorCode.policyDenied,
+        "mcp-sandbox: a batch that lists or calls tools is not allowed by this session's policy; send the requests one by one",
+      );
+    }
+    return false;
+  }
+
+  /**
+   * Filters a `tools/list` result: this one response is re-serialized, every other byte stays
+   * verbatim. Undefined for a result a client could read tools from that this cannot check.
+   */
+  #filterTools(info: MessageInfo, line: Buffer): Buffer | undefined {
     const policy = this.#policy as ToolPolicy;
-    const result = (info.value as { result?: { tools?: unknown } }).result;
-    if (!result || !Array.isArray(result.tools)) return line;
+    const message = info.value as { result?: unknown };
+    if (!Object.hasOwn(message, 'result')) return line;
+    const result = message.result as { tools?: unknown } | null;
+    if (typeof result !== 'object' || result === null || !Array.isArray(result.tools)) return undefined;
     const tools = (result.tools as unknown[]).filter(
       (t): t is ToolDescription =>
         typeof t === 'object' && t !== null && typeof (t as ToolDescription).name === 'string',
@@ -456,12 +565,19 @@ class Bridge {
     }
   }
 
+  /**
+   * The server's stderr (and setup output) on the user's: control characters escaped, whether
+   * stderr is a terminal or a log file a terminal shows later. The trace keeps the exact text.
+   */
   async #pumpStderr(stream: AsyncIterable<Uint8Array>): Promise<void> {
     const out = this.#o.errorOutput;
     const plain = !this.#trace && (this.#o.secrets ?? []).length === 0;
     try {
       if (plain) {
-        for await (const chunk of stream) await this.#writeStream(out, chunk);
+        const escaper = new ControlEscaper();
+        for await (const chunk of stream) await this.#writeStream(out, escaper.write(chunk));
+        const rest = escaper.end();
+        if (rest) await this.#writeStream(out, rest);
         return;
       }
       const framer = new LineFramer({ maxLineBytes: 1024 * 1024 });
@@ -472,8 +588,9 @@ class Bridge {
       };
       const flush = async () => {
         for (const line of lines) {
-          this.#trace?.event('stderr', { text: line.endsWith('\n') ? line.slice(0, -1) : line });
-          await this.#writeStream(out, line.endsWith('\n') ? line : `${line}\n`);
+          const text = line.endsWith('\n') ? line.slice(0, -1) : line;
+          this.#trace?.event('stderr', { text });
+          await this.#writeStream(out, `${escapeControls(text)}\n`);
         }
         lines.length = 0;
       };

@@ -84,6 +84,11 @@ export interface ExecOptions {
   readonly cwd?: string;
   /** Egress for this process only, replacing the spec's (an install step that may reach a registry). */
   readonly network?: NetworkSpec;
+  /**
+   * `setup`: a `--setup` step. A backend may run it as it runs its own install steps (a package
+   * registry reachable, none of the server's secrets or files) rather than with the server's grants.
+   */
+  readonly purpose?: 'setup';
 }
 
 export interface PrepareOptions {

@@ -109,6 +109,7 @@ export {
   type ToolPolicyOptions,
   type ToolVerdict,
 } from './policy.js';
+export { ControlEscaper, escapeControls, jsonForTerminal } from './terminal.js';
 export {
   type Direction,
   JsonlTrace,

@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import {
   errorResponseLine,
   headHasMethod,
+  idsLooselyEqual,
   idTextFromHead,
   inspectLargeLine,
   inspectMessage,
   rawTopLevelValue,
+  readStrict,
 } from './jsonrpc.js';
 
 describe('inspectMessage', () => {
@@ -35,6 +37,9 @@ describe('inspectMessage', () => {
     const answer = inspectMessage('{"jsonrpc":"2.0","id":9007199254740993,"result":{}}');
     expect(answer.idKey).toBe(info.idKey);
     expect(inspectMessage('{"id":9007199254740992,"result":1}').idKey).not.toBe(info.idKey);
+    // 1e400 parses to Infinity, which is not JSON: an error answer must echo the text as sent.
+    expect(inspectMessage('{"id":1e400,"result":1}').idText).toBe('1e400');
+    expect(inspectLargeLine(Buffer.from('{"id":1e400,"result":1}')).idText).toBe('1e400');
   });
 
   it('does not confuse a nested id with the top-level one', () => {
@@ -95,5 +100,44 @@ describe('inspectLargeLine', () => {
     expect(classify(`log: ${big}`).kind).toBe('invalid');
     expect(classify(`{"id":1,"result":"${big}"`).kind).toBe('invalid');
     expect(classify(`  {"id":1,"result":"${big}"}  `).kind).toBe('response');
+  });
+});
+
+describe('readStrict', () => {
+  const read = (text: string | Buffer) => readStrict(Buffer.isBuffer(text) ? text : Buffer.from(text));
+
+  it('reads a plain response, with the raw text of its id', () => {
+    const r = read('{"jsonrpc":"2.0","id":1.0,"result":{}}');
+    expect(r.info).toMatchObject({ kind: 'response', idKey: 'n:1' });
+    expect(r.idRaw).toBe('1.0');
+  });
+
+  it('refuses every line that clients could read differently', () => {
+    const cases: Array<[string | Buffer, RegExp]> = [
+      ['{"id":"x","result":{},"id":1}', /duplicate key "id"/],
+      ['{"id":1,"result":{"tools":[{"name":"a","name":"b"}]}}', /duplicate key "name"/],
+      ['{"id":1,"error":{"code":1,"message":"m"},"\\u005f_proto__":{"result":1}}', /__proto__/],
+      ['{"id":1,"method":"x","result":{}}', /both a request and a response/],
+      ['[{"id":1,"result":{}}]', /batch holding a response/],
+      ['{"id":null,"error":{"code":1,"message":"m"}}', /not a string or a number/],
+      [`{"id":1,"result":${'['.repeat(2000)}${']'.repeat(2000)}}`, /nesting deeper than 1000/],
+      [Buffer.concat([Buffer.from('{"id":1,"result":"'), Buffer.from([0xff]), Buffer.from('"}')]), /UTF-8/],
+    ];
+    for (const [text, reason] of cases) {
+      const r = read(text);
+      expect(r.info).toBeUndefined();
+      expect(r.ambiguity).toMatch(reason);
+    }
+    expect(read('{"id":"x","result":{},"id":1}').idTexts).toEqual(['"x"', '1']);
+  });
+
+  it('matches ids the way lenient clients do', () => {
+    expect(idsLooselyEqual('"1"', '1')).toBe(true);
+    expect(idsLooselyEqual('" 1 "', '1')).toBe(true);
+    expect(idsLooselyEqual('"0x1"', '1')).toBe(true);
+    expect(idsLooselyEqual('""', '0')).toBe(true);
+    expect(idsLooselyEqual('9007199254740993', '9007199254740992')).toBe(true);
+    expect(idsLooselyEqual('"a"', '1')).toBe(false);
+    expect(idsLooselyEqual('2', '1')).toBe(false);
   });
 });

@@ -1,3 +1,5 @@
+import { escapeControls } from './terminal.js';
+
 /** Console-shaped logger. Everything it prints goes to stderr: stdout belongs to the protocol. */
 export interface Logger {
   debug(message: string): void;
@@ -19,7 +21,9 @@ export function createStderrLogger(options: StderrLoggerOptions = {}): Logger {
   const stream = options.stream ?? process.stderr;
   const prefix = options.prefix ?? 'mcp-sandbox';
   const debug = options.debug ?? Boolean(process.env[DEBUG_ENV]);
-  const line = (level: string, message: string) => stream.write(`${prefix}: ${level}${message}\n`);
+  // Messages quote what servers sent (tool names, ids, stderr): never a control sequence, though.
+  const line = (level: string, message: string) =>
+    stream.write(`${prefix}: ${level}${escapeControls(message)}\n`);
   return {
     debug: (m) => {
       if (debug) line('debug: ', m);

@@ -70,6 +70,8 @@ export interface SessionSummary {
   diverted: number;
   stderr: { lines: number; bytes: number };
   policy: Array<{ action: string; tool: string; rule: string }>;
+  /** Server lines a tool policy dropped because clients could read them two ways, by reason. */
+  dropped: Record<string, number>;
   pinDrift: Array<{ tool: string; change: string }>;
   /** How it ended, or null when the trace has no session-end (still running, or killed). */
   end: {
@@ -182,10 +184,15 @@ export function summarizeTrace(text: string): TraceSummary {
         session.stderr.bytes += typeof record.text === 'string' ? Buffer.byteLength(record.text) + 1 : 0;
         break;
       case 'policy':
+        if (record.action === 'dropped') {
+          const reason = String(record.reason);
+          session.dropped[reason] = (session.dropped[reason] ?? 0) + 1;
+          break;
+        }
         session.policy.push({
           action: String(record.action),
-          tool: String(record.tool),
-          rule: String(record.rule),
+          tool: String(record.tool ?? '-'),
+          rule: String(record.rule ?? record.reason),
         });
         break;
       case 'pin-drift':
@@ -236,6 +243,7 @@ function emptySession(start: TraceRecord): SessionSummary {
     diverted: 0,
     stderr: { lines: 0, bytes: 0 },
     policy: [],
+    dropped: {},
     pinDrift: [],
     end: null,
   };

@@ -91,7 +91,7 @@ const rows = [];
   const call = median(Array.from({ length: 5 }, naiveCall));
   rows.push(['naive in-process (floor, unsafe)', create, call, '-']);
 }
-for (const isolation of ['in-process', 'process']) {
+for (const isolation of ['in-process-trusted', 'process']) {
   await hardenedCreate(isolation);
   const creates = [];
   const rss = [];

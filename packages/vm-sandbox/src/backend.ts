@@ -33,6 +33,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { parseUntrusted } from './copy.js';
 import { PROBE_APP_SOURCE, VM_PROBE_COMMAND } from './probe-app.js';
+import { capText, InvalidResultError, toPromptResult, toResourceResult, toToolResult } from './results.js';
 import type { EngineEvent } from './runtime.js';
 import { type InternalSandboxOptions, MCPAppSandbox } from './sandbox.js';
 import type { Isolation } from './session.js';
@@ -43,7 +44,10 @@ export interface VmBackendOptions extends BackendFactoryOptions {
    * its own network, pid and user separation. Without it the child is a plain host process.
    */
   readonly hostBackend?: SandboxBackend;
-  /** Default `process`. `in-process` shares the host process (tests, trusted-ish code). */
+  /**
+   * Default `process`. `in-process-trusted` runs apps in the host process: no security boundary
+   * (the backend's isolation is then `none`); for trusted apps and tests.
+   */
   readonly isolation?: Isolation;
   /** CPU budget per entry into the app (a tool call, a timer), in ms. Default 5000. */
   readonly timeoutMs?: number;
@@ -62,7 +66,7 @@ const RAW_BACKPRESSURE_BYTES = 1024 * 1024;
  */
 export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend {
   const settings = options.settings ?? {};
-  const isolation = options.isolation ?? (settings.isolation === 'in-process' ? 'in-process' : 'process');
+  const isolation = options.isolation ?? isolationSetting(settings.isolation);
   const timeoutMs = options.timeoutMs ?? numberSetting(settings.timeout) ?? 5000;
   const memoryLimitMb = options.memoryLimitMb ?? numberSetting(settings.memory) ?? 128;
   const logger = options.logger ?? silentLogger;
@@ -70,11 +74,11 @@ export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend 
   return {
     specificationVersion: SPECIFICATION_VERSION,
     id: 'vm',
-    isolation: 'language',
+    isolation: isolation === 'in-process-trusted' ? 'none' : 'language',
     describe() {
       const where =
-        isolation === 'in-process'
-          ? 'in the host process (no process boundary)'
+        isolation === 'in-process-trusted'
+          ? 'in the host process: not a security boundary, for trusted apps only'
           : options.hostBackend
             ? `in a locked-down Node child inside the ${options.hostBackend.id} sandbox`
             : 'in a locked-down Node child (permission model; no OS sandbox around it: loopback network and signals stay reachable)';
@@ -95,6 +99,14 @@ export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend 
 
 /** The loader's entry point (`--backend @mcpsandbox/vm-sandbox`). */
 export const createBackend = createVmBackend;
+
+function isolationSetting(value: string | undefined): Isolation {
+  if (value === undefined || value === 'process') return 'process';
+  if (value === 'in-process-trusted') return value;
+  throw new UsageError(
+    `vm backend: isolation must be 'process' or 'in-process-trusted' (not a security boundary), not ${JSON.stringify(value)}`,
+  );
+}
 
 function numberSetting(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -431,11 +443,11 @@ class AppProcess implements SandboxProcess {
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       const { name, arguments: args } = request.params;
       if (!tools.has(name))
-        return { isError: true, content: [{ type: 'text', text: `unknown tool: ${name}` }] };
+        return { isError: true, content: [{ type: 'text', text: capText(`unknown tool: ${name}`) }] };
       try {
         return toToolResult(await this.#invoke('tool', name, args ?? {}));
       } catch (error) {
-        return { isError: true, content: [{ type: 'text', text: (error as Error).message }] };
+        return { isError: true, content: [{ type: 'text', text: errorText(error) }] };
       }
     });
     server.setRequestHandler(ListResourcesRequestSchema, async () => ({
@@ -444,14 +456,22 @@ class AppProcess implements SandboxProcess {
     server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
       const { uri } = request.params;
       const resource = resources.get(uri);
-      if (resource === undefined) throw new Error(`unknown resource: ${uri}`);
-      return toResourceResult(await this.#invoke('resource', uri, { uri }), resource);
+      if (resource === undefined) throw new Error(capText(`unknown resource: ${uri}`));
+      try {
+        return toResourceResult(await this.#invoke('resource', uri, { uri }), resource);
+      } catch (error) {
+        throw new Error(errorText(error));
+      }
     });
     server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [...prompts.values()] }));
     server.setRequestHandler(GetPromptRequestSchema, async (request) => {
       const { name, arguments: args } = request.params;
-      if (!prompts.has(name)) throw new Error(`unknown prompt: ${name}`);
-      return toPromptResult(await this.#invoke('prompt', name, args ?? {}));
+      if (!prompts.has(name)) throw new Error(capText(`unknown prompt: ${name}`));
+      try {
+        return toPromptResult(await this.#invoke('prompt', name, args ?? {}));
+      } catch (error) {
+        throw new Error(errorText(error));
+      }
     });
     // Messages the client sent while the app was starting wait in #stdin and are read now.
     await server.connect(new StdioServerTransport(this.#stdin, this.stdout));
@@ -472,35 +492,10 @@ class AppProcess implements SandboxProcess {
   }
 }
 
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-function plain(value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value ?? null)) as unknown;
-}
-
-function toToolResult(value: unknown): { content: Json[]; isError?: boolean; structuredContent?: Json } {
-  if (isObject(value) && Array.isArray(value.content)) return plain(value) as { content: Json[] };
-  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
-  return { content: [{ type: 'text', text }] };
-}
-
-function toResourceResult(
-  value: unknown,
-  resource: { uri: string; mimeType?: string },
-): { contents: Json[] } {
-  if (isObject(value) && Array.isArray(value.contents)) return plain(value) as { contents: Json[] };
-  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
-  return {
-    contents: [{ uri: resource.uri, text, ...(resource.mimeType ? { mimeType: resource.mimeType } : {}) }],
-  };
-}
-
-function toPromptResult(value: unknown): { messages: Json[]; description?: string } {
-  if (isObject(value) && Array.isArray(value.messages)) return plain(value) as { messages: Json[] };
-  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
-  return { messages: [{ role: 'user', content: { type: 'text', text } }] };
+/** The text of an error for the client: an invalid result says so; every text is capped. */
+function errorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : 'the handler failed';
+  return capText(
+    error instanceof InvalidResultError ? `the app returned an invalid result: ${message}` : message,
+  );
 }

@@ -7,19 +7,18 @@ import { createRuntime, type RuntimeDeps } from './runtime.js';
  * Node globals. Protocol: JSON lines; the first line from the parent is `{t:'start', ...}`.
  */
 export function childMain(vm: RuntimeDeps['vm'], makeRuntime: typeof createRuntime): void {
+  let runtime: ReturnType<typeof createRuntime> | undefined;
   const write = (message: unknown) => {
     process.stdout.write(`${JSON.stringify(message)}\n`);
   };
   // Never touch the reason: it may be a sandbox object whose getters would run here.
   process.on('unhandledRejection', () => {
-    write({ t: 'error', name: 'Error', message: 'unhandled promise rejection' });
+    runtime?.appError('Error', 'unhandled promise rejection');
   });
   process.on('uncaughtException', () => {
     write({ t: 'crash', reason: 'internal', message: 'uncaught exception in the sandbox process' });
     process.exit(70);
   });
-  let runtime: ReturnType<typeof createRuntime> | undefined;
-  let buffered = '';
   const onLine = (line: string) => {
     let message: { t?: unknown; config?: unknown; heartbeatMs?: unknown };
     try {
@@ -45,15 +44,20 @@ export function childMain(vm: RuntimeDeps['vm'], makeRuntime: typeof createRunti
     runtime?.deliver(message as Parameters<ReturnType<typeof createRuntime>['deliver']>[0]);
   };
   process.stdin.setEncoding('utf8');
+  // Pieces of the unfinished line wait in a list; only each new chunk is searched (linear).
+  let pieces: string[] = [];
   process.stdin.on('data', (chunk: string) => {
-    buffered += chunk;
-    let index = buffered.indexOf('\n');
+    let start = 0;
+    let index = chunk.indexOf('\n');
     while (index >= 0) {
-      const line = buffered.slice(0, index);
-      buffered = buffered.slice(index + 1);
+      pieces.push(chunk.slice(start, index));
+      const line = pieces.join('');
+      pieces = [];
       onLine(line);
-      index = buffered.indexOf('\n');
+      start = index + 1;
+      index = chunk.indexOf('\n', start);
     }
+    if (start < chunk.length) pieces.push(chunk.slice(start));
   });
   process.stdin.on('end', () => process.exit(0));
 }

@@ -20,9 +20,12 @@ export interface BootstrapConfig {
   readonly api: 'app' | 'mcp' | 'raw';
   readonly env: Readonly<Record<string, string>>;
   readonly argv: readonly string[];
-  readonly maxLogBytes: number;
   readonly maxMessageBytes: number;
+  readonly maxCallsInFlight: number;
+  readonly maxCallBytesInFlight: number;
   readonly allowCodeGeneration: boolean;
+  /** In the host's process: take away what lets Node's own machinery run app code with host values. */
+  readonly inProcess: boolean;
 }
 
 export function contextBootstrap(configJson: string, helpers: readonly unknown[]): unknown {
@@ -91,6 +94,147 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
   defineProperty(ErrorCtor, 'prepareStackTrace', { value: undefined, writable: false, configurable: false });
   delete (ErrorCtor as { captureStackTrace?: unknown }).captureStackTrace;
   for (const name of ['SharedArrayBuffer', 'Atomics', 'FinalizationRegistry', 'WeakRef']) delete G[name];
+  if (config.inProcess) {
+    // Node reads symbol keys of unhandled app promises in the host (rejection tracking): without
+    // Proxy no trap runs there. Without the shared symbol registry the app cannot name
+    // `nodejs.util.inspect.custom`, which a host logger's `inspect` would call with its own
+    // `inspect` function. The promise prototype keeps its own prototype.
+    delete G.Proxy;
+    delete (G.Symbol as { for?: unknown }).for;
+    delete (G.Symbol as { keyFor?: unknown }).keyFor;
+    ObjectCtor.preventExtensions(PromiseCtor.prototype);
+  }
+
+  // Shared WebAssembly memory would bring SharedArrayBuffer back (its `buffer`): with Wasm
+  // allowed, shared memories are refused, from the JS API and inside modules (a module is
+  // checked before it compiles: its memory section and its memory imports).
+  const Wasm = G.WebAssembly as Record<string, unknown> | undefined;
+  if (Wasm !== undefined) {
+    const Uint8 = Uint8Array;
+    const isView = ArrayBuffer.isView;
+    const ArrayBufferCtor = ArrayBuffer;
+    const sliceBuffer = ArrayBuffer.prototype.slice;
+    const refuseShared = () => {
+      throw new TypeErrorCtor('shared WebAssembly memory is not available in this sandbox');
+    };
+    /** A private copy of a module's bytes, checked for shared memories. */
+    const checkedBytes = (source: unknown): Uint8Array => {
+      let bytes: Uint8Array;
+      if (source instanceof ArrayBufferCtor)
+        bytes = new Uint8(apply(sliceBuffer, source, [0]) as ArrayBuffer);
+      else if (isView(source)) {
+        const view = source as ArrayBufferView;
+        bytes = new Uint8(
+          apply(sliceBuffer, view.buffer, [
+            view.byteOffset,
+            view.byteOffset + view.byteLength,
+          ]) as ArrayBuffer,
+        );
+      } else throw new TypeErrorCtor('a WebAssembly module needs an ArrayBuffer or a typed array');
+      let pos = 8;
+      const byte = (): number => {
+        if (pos >= bytes.length) throw new TypeErrorCtor('truncated WebAssembly module');
+        return bytes[pos++] as number;
+      };
+      const leb = (): number => {
+        let result = 0;
+        let shift = 0;
+        for (;;) {
+          const b = byte();
+          result += (b & 0x7f) * 2 ** shift;
+          if ((b & 0x80) === 0) return result;
+          shift += 7;
+          if (shift > 63) throw new TypeErrorCtor('malformed WebAssembly module');
+        }
+      };
+      const limits = (memory: boolean) => {
+        const flags = leb();
+        if (memory && (flags & 2) !== 0) refuseShared();
+        leb();
+        if ((flags & 1) !== 0) leb();
+      };
+      while (pos < bytes.length) {
+        const id = byte();
+        const size = leb();
+        const end = pos + size;
+        if (id === 2 || id === 5) {
+          const count = leb();
+          for (let i = 0; i < count; i++) {
+            if (id === 5) {
+              limits(true);
+              continue;
+            }
+            // Module and field names: a length, then that many bytes.
+            for (let name = 0; name < 2; name++) {
+              const length = leb();
+              pos += length;
+            }
+            const kind = byte();
+            if (kind === 0) leb();
+            else if (kind === 1) {
+              byte();
+              limits(false);
+            } else if (kind === 2) limits(true);
+            else if (kind === 3) {
+              byte();
+              byte();
+            } else if (kind === 4) {
+              byte();
+              leb();
+            } else throw new TypeErrorCtor('malformed WebAssembly module');
+          }
+        }
+        pos = end;
+      }
+      return bytes;
+    };
+    const MemoryCtor = Wasm.Memory as new (descriptor: unknown) => unknown;
+    const ModuleCtor = Wasm.Module as new (bytes: unknown) => unknown;
+    const compile = Wasm.compile as (bytes: unknown) => Promise<unknown>;
+    const instantiate = Wasm.instantiate as (source: unknown, imports?: unknown) => Promise<unknown>;
+    const validate = Wasm.validate as (bytes: unknown) => boolean;
+    const Memory = function Memory(descriptor: unknown) {
+      if (
+        descriptor !== null &&
+        typeof descriptor === 'object' &&
+        (descriptor as { shared?: unknown }).shared
+      )
+        refuseShared();
+      return construct(MemoryCtor, [descriptor]);
+    };
+    const Module = function Module(bytes: unknown) {
+      return construct(ModuleCtor, [checkedBytes(bytes)]);
+    };
+    for (const [ctor, original] of [
+      [Memory, MemoryCtor],
+      [Module, ModuleCtor],
+    ] as const) {
+      defineProperty(ctor, 'prototype', { value: original.prototype, writable: false });
+      defineProperty(original.prototype, 'constructor', { value: ctor, writable: true, configurable: true });
+    }
+    for (const key of ['exports', 'imports', 'customSections']) {
+      define(Module, key, (ModuleCtor as unknown as Record<string, unknown>)[key]);
+    }
+    define(Wasm, 'Memory', Memory);
+    define(Wasm, 'Module', Module);
+    define(Wasm, 'compile', (bytes: unknown) => {
+      try {
+        return compile(checkedBytes(bytes));
+      } catch (error) {
+        return new PromiseCtor((_, reject) => reject(error));
+      }
+    });
+    define(Wasm, 'instantiate', (source: unknown, imports?: unknown) => {
+      try {
+        // A compiled Module went through the check when it was made.
+        return instantiate(source instanceof ModuleCtor ? source : checkedBytes(source), imports);
+      } catch (error) {
+        return new PromiseCtor((_, reject) => reject(error));
+      }
+    });
+    define(Wasm, 'validate', (bytes: unknown) => validate(checkedBytes(bytes)));
+    for (const key of ['compileStreaming', 'instantiateStreaming']) delete Wasm[key];
+  }
 
   // With code generation opted in, import() in generated code would bypass the host's parser
   // check, and Node answers it with host-realm errors. Every way to compile a string goes
@@ -153,7 +297,6 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
   };
 
   // console: everything is formatted to one string in here; only that string crosses.
-  let logBytes = 0;
   let logStopped = false;
   const format = (value: unknown, depth: number): string => {
     if (typeof value === 'string') return depth === 0 ? value : jsonStringify(value);
@@ -177,9 +320,8 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
       const parts: string[] = [];
       for (const arg of args) apply(arrayPush, parts, [format(arg, 0)]);
       const text = apply(arrayJoin, parts, [' ']) as string;
-      logBytes += text.length;
-      if (logBytes > config.maxLogBytes) logStopped = true;
-      send('log', level, text);
+      // The host counts lines and text; once it refuses one, logging stops here too.
+      if (send('log', level, text) !== 0) logStopped = true;
     };
   const consoleObject = create(null) as Record<string, unknown>;
   for (const level of ['log', 'info', 'warn', 'error', 'debug']) consoleObject[level] = makeLogger(level);
@@ -195,6 +337,14 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
         return;
       }
       const id = send(kind, name, payload);
+      if (id === -2) {
+        reject(
+          new ErrorCtor(
+            `too many calls in flight (${config.maxCallsInFlight}, or ${config.maxCallBytesInFlight} bytes of arguments): await some first`,
+          ),
+        );
+        return;
+      }
       if (typeof id !== 'number' || id < 0) {
         reject(new ErrorCtor('the host refused the call'));
         return;
@@ -263,8 +413,11 @@ export function contextBootstrap(configJson: string, helpers: readonly unknown[]
     const register = (kind: string, key: string, meta: Record<string, unknown>, handler: unknown) => {
       if (typeof key !== 'string' || key === '') throw new TypeErrorCtor(`${kind} needs a name`);
       if (typeof handler !== 'function') throw new TypeErrorCtor(`${kind} ${key} needs a handler function`);
+      const answer = send('register', kind, jsonStringify(meta));
+      if (answer === -2)
+        throw new ErrorCtor(`too many registrations, or their metadata is too large: ${kind} ${key} refused`);
+      if (answer !== 0) throw new TypeErrorCtor(`${kind} ${key}: invalid metadata`);
       set(handlers, `${kind}:${key}`, handler as (...a: unknown[]) => unknown);
-      send('register', kind, jsonStringify(meta));
     };
     const mcp = {
       env,

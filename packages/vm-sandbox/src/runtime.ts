@@ -1,6 +1,6 @@
 /**
  * The host side of one vm context: creates it, runs the bootstrap and the app, implements the
- * channel, timers and message pumping. It runs in the host process (isolation `in-process`) or
+ * channel, timers and message pumping. It runs in the host process (isolation `in-process-trusted`) or
  * in the locked-down child (isolation `process`); for the child its source text is sent as part
  * of `node -e`, so it must stay self-contained (no imports, nothing from module scope).
  *
@@ -22,9 +22,18 @@ export interface RuntimeConfig {
   readonly timeoutMs: number;
   readonly allowCodeGeneration: boolean;
   readonly allowWasm: boolean;
-  readonly maxLogBytes: number;
   readonly maxMessageBytes: number;
   readonly maxTimers: number;
+  /** The budgets (see `Budgets` in gate.ts; the parent enforces them again). */
+  readonly maxLogEvents: number;
+  readonly maxLogBytes: number;
+  readonly maxErrorEvents: number;
+  readonly maxErrorBytes: number;
+  readonly maxCallsInFlight: number;
+  readonly maxCallBytesInFlight: number;
+  readonly maxRegistrations: number;
+  readonly maxRegistrationBytes: number;
+  readonly maxOutBytes: number;
 }
 
 /** What the sandbox says to its host; every field is a primitive. */
@@ -32,6 +41,7 @@ export type EngineEvent =
   | { t: 'log'; level: string; text: string }
   | { t: 'log-limit' }
   | { t: 'error'; name: string; message: string }
+  | { t: 'error-limit' }
   | { t: 'call'; id: number; name: string; args: string }
   | { t: 'out'; id: number; fd: number; chunk: string }
   | { t: 'register'; kind: string; meta: string }
@@ -54,6 +64,8 @@ export interface Runtime {
   /** Runs the bootstrap and the app's top level. Events report the outcome. */
   start(): void;
   deliver(message: HostMessage): void;
+  /** An app error seen outside the channel (an unhandled rejection): counted like the others. */
+  appError(name: string, message: string): void;
   /** Stops everything; no entry happens after this. */
   dispose(): void;
 }
@@ -64,6 +76,8 @@ export interface RuntimeDeps {
   readonly clearTimeout: typeof clearTimeout;
   readonly setImmediate: typeof setImmediate;
   readonly now: () => number;
+  /** Checked before every entry; a reason stops the app (`unsafe-host`). */
+  readonly beforeEntry?: () => string | undefined;
 }
 
 export function createRuntime(
@@ -75,10 +89,12 @@ export function createRuntime(
   const inbox: string[] = [];
   const timers = new Map<number, { handle: ReturnType<typeof setTimeout>; ms: number; repeat: boolean }>();
   const pendingCalls = new Set<number>();
+  // Calls to host functions among them (the rest are outputs).
+  const hostCalls = new Map<number, number>();
+  let hostCallBytes = 0;
   // Output the host has not taken yet: an app that writes without awaiting is refused past this.
   const outSizes = new Map<number, number>();
   let outBytes = 0;
-  const MAX_OUT_BYTES = 32 * 1024 * 1024;
   let nextId = 1;
   let dead = false;
   let entering = false;
@@ -86,7 +102,13 @@ export function createRuntime(
   let keepalive = false;
   let idleSent = false;
   let logBytes = 0;
+  let logEvents = 0;
   let logLimitSent = false;
+  let errorEvents = 0;
+  let errorBytes = 0;
+  let errorLimitSent = false;
+  let registrations = 0;
+  let registrationBytes = 0;
   let context: VmModule.Context | undefined;
   let pumpScript: VmModule.Script | undefined;
   let pumpQueued = false;
@@ -109,6 +131,22 @@ export function createRuntime(
   const str = (value: unknown, max: number): string | undefined =>
     typeof value === 'string' && value.length <= max ? value : undefined;
 
+  // Errors and logs have budgets of events and of text: an empty line is not free.
+  const reportError = (name: string, message: string) => {
+    if (dead) return;
+    const size = name.length + message.length;
+    if (errorEvents >= config.maxErrorEvents || errorBytes + size > config.maxErrorBytes) {
+      if (!errorLimitSent) {
+        errorLimitSent = true;
+        emit({ t: 'error-limit' });
+      }
+      return;
+    }
+    errorEvents++;
+    errorBytes += size;
+    emit({ t: 'error', name, message });
+  };
+
   // The one function the context can call. Only primitives in, only primitives out.
   const channel = (kind: unknown, a: unknown, b: unknown): string | number | undefined => {
     if (dead) return -1;
@@ -119,7 +157,7 @@ export function createRuntime(
         case 'log': {
           const level = str(a, 16);
           if (level === undefined || typeof b !== 'string') return -1;
-          if (logBytes >= config.maxLogBytes) {
+          if (logBytes >= config.maxLogBytes || logEvents >= config.maxLogEvents) {
             if (!logLimitSent) {
               logLimitSent = true;
               emit({ t: 'log-limit' });
@@ -129,6 +167,7 @@ export function createRuntime(
           const room = config.maxLogBytes - logBytes;
           const text = b.length > room ? b.slice(0, room) : b;
           logBytes += text.length;
+          logEvents++;
           emit({ t: 'log', level, text });
           return 0;
         }
@@ -144,22 +183,30 @@ export function createRuntime(
           } catch {
             // keep the defaults
           }
-          emit({ t: 'error', name, message });
+          reportError(name, message);
           return 0;
         }
         case 'call':
         case 'out': {
           const payload = str(b, config.maxMessageBytes);
           if (payload === undefined) return -1;
+          if (
+            kind === 'call' &&
+            (hostCalls.size >= config.maxCallsInFlight ||
+              hostCallBytes + payload.length > config.maxCallBytesInFlight)
+          )
+            return -2;
           const id = nextId++;
           if (kind === 'call') {
             const name = str(a, 256);
             if (name === undefined) return -1;
             pendingCalls.add(id);
+            hostCalls.set(id, payload.length);
+            hostCallBytes += payload.length;
             emit({ t: 'call', id, name, args: payload });
           } else {
             if (a !== 1 && a !== 2) return -1;
-            if (outBytes + payload.length > MAX_OUT_BYTES) return -1;
+            if (outBytes + payload.length > config.maxOutBytes) return -1;
             outBytes += payload.length;
             outSizes.set(id, payload.length);
             pendingCalls.add(id);
@@ -171,6 +218,13 @@ export function createRuntime(
           const what = str(a, 16);
           const meta = str(b, config.maxMessageBytes);
           if (what === undefined || meta === undefined) return -1;
+          if (
+            registrations >= config.maxRegistrations ||
+            registrationBytes + meta.length > config.maxRegistrationBytes
+          )
+            return -2;
+          registrations++;
+          registrationBytes += meta.length;
           emit({ t: 'register', kind: what, meta });
           return 0;
         }
@@ -232,6 +286,11 @@ export function createRuntime(
 
   const enter = (script: VmModule.Script): void => {
     if (dead || context === undefined) return;
+    const unsafe = deps.beforeEntry?.();
+    if (unsafe !== undefined) {
+      die('unsafe-host', unsafe);
+      return;
+    }
     entering = true;
     const started = deps.now();
     try {
@@ -330,12 +389,17 @@ export function createRuntime(
       if (dead) return;
       if (message.t === 'result') {
         pendingCalls.delete(message.id);
+        hostCallBytes -= hostCalls.get(message.id) ?? 0;
+        hostCalls.delete(message.id);
         outBytes -= outSizes.get(message.id) ?? 0;
         outSizes.delete(message.id);
       }
       if (message.t === 'end') keepalive = false;
       enqueue(JSON.stringify(message));
       checkIdle();
+    },
+    appError(name, message) {
+      reportError(name, message);
     },
     dispose() {
       teardown();

@@ -3,11 +3,13 @@ import { type Logger, type SandboxBackend, silentLogger, UsageError } from '@mcp
 import { bootstrapSource } from './child.js';
 import type { BootstrapConfig } from './context-bootstrap.js';
 import { type CopyLimits, describeHostError, parseUntrusted, serializeForSandbox } from './copy.js';
+import { type Budgets, DEFAULT_BUDGETS, EventGate } from './gate.js';
 import { prepareApp, prepareHelper } from './prepare.js';
 import type { EngineEvent, HostMessage, RuntimeConfig } from './runtime.js';
 import {
   createInProcessSession,
   createProcessSession,
+  detectPromiseTracking,
   type Isolation,
   type Launcher,
   type Session,
@@ -24,6 +26,10 @@ export type CrashReason =
   | 'protocol'
   | 'disposed'
   | 'internal'
+  /** In-process: the host enabled async hooks or an AsyncLocalStorage. */
+  | 'unsafe-host'
+  /** In-process: more unhandled rejections than the host's budget. */
+  | 'rejections'
   | (string & {});
 
 export interface MCPAppSandboxOptions {
@@ -38,14 +44,23 @@ export interface MCPAppSandboxOptions {
    * their source text, so they cannot close over host variables. Use `expose` for host powers.
    */
   readonly globals?: Readonly<Record<string, unknown>>;
-  /** `process` (default): a locked-down child Node process. `in-process`: faster, weaker. */
+  /**
+   * `process` (default): a locked-down child Node process. `in-process-trusted`: the host's own
+   * process, faster and not a security boundary (for code you trust; see the README).
+   */
   readonly isolation?: Isolation;
   /** Heap cap of the child in MiB (process isolation). Default 128. */
   readonly memoryLimitMb?: number;
   /** Resident-size cap of the child in MiB, for memory outside the heap. Default heap + 128. */
   readonly maxRssMb?: number;
-  /** Bytes of console output passed on before the rest is dropped. Default 1 MiB. */
+  /** Console text passed on before the rest is dropped (characters). Default 1 MiB. */
   readonly maxLogBytes?: number;
+  /** Console lines passed on before the rest is dropped. Default 10,000. */
+  readonly maxLogEvents?: number;
+  /** App errors (`error` events) passed on before the rest is dropped. Default 1000 (and 1 MiB of text). */
+  readonly maxErrorEvents?: number;
+  /** Calls to exposed functions waiting for their answer; past it a call rejects in the app. Default 64. */
+  readonly maxCallsInFlight?: number;
   /** Largest value (as JSON text) that may cross the boundary. Default 4 MiB. */
   readonly maxMessageBytes?: number;
   /** Deepest nesting of a value that crosses. Default 64. */
@@ -72,6 +87,7 @@ export interface InternalSandboxOptions extends MCPAppSandboxOptions {
   readonly onEngineEvent?: (event: EngineEvent) => void;
   /** Keep running after the app goes idle (a server). */
   readonly stayAlive?: boolean;
+  readonly budgets?: Partial<Budgets>;
 }
 
 export interface LogEntry {
@@ -130,6 +146,8 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
   readonly #exposed = new Map<string, ExposedFunction>();
   readonly #limits: CopyLimits;
   readonly #logger: Logger;
+  readonly #budgets: Budgets;
+  #gate: EventGate | undefined;
   #session: Session | undefined;
   #run: Promise<RunResult> | undefined;
   #settle: ((result: RunResult) => void) | undefined;
@@ -140,16 +158,36 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
     const internal = options as InternalSandboxOptions;
     if (typeof options.code !== 'string') throw new UsageError('code must be a string');
     this.isolation = options.isolation ?? 'process';
-    if (this.isolation !== 'process' && this.isolation !== 'in-process') {
-      throw new UsageError(`isolation must be 'process' or 'in-process'`);
+    if ((this.isolation as string) === 'in-process') {
+      throw new UsageError(
+        `isolation 'in-process' is now 'in-process-trusted': it is not a security boundary. Use 'process' for untrusted code`,
+      );
     }
-    if (options.allowCodeGeneration && this.isolation === 'in-process') {
+    if (this.isolation !== 'process' && this.isolation !== 'in-process-trusted') {
+      throw new UsageError(`isolation must be 'process' or 'in-process-trusted'`);
+    }
+    if (options.allowCodeGeneration && this.isolation === 'in-process-trusted') {
       // In-process, code generation would let an import() rejection hand out the host's Function.
       throw new UsageError('allowCodeGeneration needs isolation: "process"');
+    }
+    if (this.isolation === 'in-process-trusted') {
+      const tracking = detectPromiseTracking();
+      if (tracking !== undefined)
+        throw new UsageError(`isolation 'in-process-trusted' refused: ${tracking}. Use 'process'`);
     }
     this.#options = internal;
     this.#logger = options.logger ?? silentLogger;
     this.#limits = { maxBytes: options.maxMessageBytes ?? 4 * 1024 * 1024, maxDepth: options.maxDepth ?? 64 };
+    this.#budgets = {
+      ...DEFAULT_BUDGETS,
+      ...internal.budgets,
+      ...defined({
+        maxLogBytes: options.maxLogBytes,
+        maxLogEvents: options.maxLogEvents,
+        maxErrorEvents: options.maxErrorEvents,
+        maxCallsInFlight: options.maxCallsInFlight,
+      }),
+    };
   }
 
   /** Makes `fn` callable from the app as a global `name(...)` that returns a promise. */
@@ -180,7 +218,9 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
 
   /** @internal Sends a message into the sandbox (the vm backend's invocations and stdin). */
   deliver(message: HostMessage): void {
-    if (!this.#done) this.#session?.deliver(message);
+    if (this.#done) return;
+    if (message.t === 'result') this.#gate?.settled(message.id);
+    this.#session?.deliver(message);
   }
 
   async #start(): Promise<RunResult> {
@@ -209,6 +249,7 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       nodePath: options.nodePath,
       logger: this.#logger,
     };
+    this.#gate = new EventGate(options.api ?? 'app', new Set(this.#exposed.keys()), this.#budgets);
     const listener = (event: EngineEvent) => this.#onEvent(event);
     this.#session =
       this.isolation === 'process'
@@ -240,7 +281,7 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
         data[key] = value;
       }
     }
-    const maxLogBytes = options.maxLogBytes ?? 1024 * 1024;
+    const budgets = this.#budgets;
     const bootstrap: BootstrapConfig = {
       exposed: [...this.#exposed.keys()],
       globals: serializeForSandbox(data, this.#limits) ?? '{}',
@@ -248,9 +289,11 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       api: options.api ?? 'app',
       env: { ...options.env },
       argv: [...(options.argv ?? [])],
-      maxLogBytes,
       maxMessageBytes: this.#limits.maxBytes,
+      maxCallsInFlight: budgets.maxCallsInFlight,
+      maxCallBytesInFlight: budgets.maxCallBytesInFlight,
       allowCodeGeneration: options.allowCodeGeneration ?? false,
+      inProcess: this.isolation === 'in-process-trusted',
     };
     return {
       bootstrapSource: bootstrapSource(),
@@ -261,14 +304,23 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       timeoutMs: options.timeout ?? 2000,
       allowCodeGeneration: options.allowCodeGeneration ?? false,
       allowWasm: options.allowWasm ?? false,
-      maxLogBytes,
       maxMessageBytes: this.#limits.maxBytes,
       maxTimers: 10_000,
+      ...budgets,
     };
   }
 
   #onEvent(event: EngineEvent): void {
     if (this.#done && event.t !== 'crash') return;
+    const verdict = this.#gate?.admit(event);
+    if (verdict !== undefined && !verdict.ok) {
+      this.#finish({
+        status: 'crashed',
+        crash: { reason: 'protocol', message: `the sandbox broke the protocol: ${verdict.why}` },
+      });
+      return;
+    }
+    if (verdict !== undefined && !verdict.pass) return;
     switch (event.t) {
       case 'log':
         this.emit('log', { level: toLevel(event.level), message: event.text });
@@ -281,6 +333,12 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
         break;
       case 'error':
         this.#emitError({ name: event.name, message: event.message });
+        break;
+      case 'error-limit':
+        this.emit('log', {
+          level: 'warn',
+          message: '[vm-sandbox: error limit reached, further app errors dropped]',
+        });
         break;
       case 'call':
         void this.#call(event.id, event.name, event.args);
@@ -307,12 +365,10 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
       args = parsed;
       const result = await (fn as (...a: unknown[]) => unknown)(...args);
       const v = serializeForSandbox(result, this.#limits);
-      this.#session?.deliver(
-        v === undefined ? { t: 'result', id, ok: true } : { t: 'result', id, ok: true, v },
-      );
+      this.deliver(v === undefined ? { t: 'result', id, ok: true } : { t: 'result', id, ok: true, v });
       this.emit('api-call', name, args, result);
     } catch (error) {
-      this.#session?.deliver({ t: 'result', id, ok: false, e: describeHostError(error) });
+      this.deliver({ t: 'result', id, ok: false, e: describeHostError(error) });
       this.emit('api-error', name, args, error);
     }
   }
@@ -334,6 +390,10 @@ export class MCPAppSandbox extends EventEmitter<MCPAppSandboxEvents> {
     // A finished or crashed app needs its context or child no more.
     void this.#session?.dispose();
   }
+}
+
+function defined<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 function toLevel(level: string): LogLevel {

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { StringDecoder } from 'node:string_decoder';
 import * as vm from 'node:vm';
 import {
   adaptChildProcess,
@@ -12,6 +11,7 @@ import {
   type SandboxProcess,
 } from '@mcpsandbox/core';
 import { childSource } from './child.js';
+import { LineSplitter } from './lines.js';
 import {
   createRuntime,
   type EngineEvent,
@@ -29,7 +29,12 @@ export interface LaunchedProcess extends SandboxProcess {
 /** Starts the locked-down child from a complete argv (`[node, ...flags, '-e', source]`). */
 export type Launcher = (argv: readonly string[]) => Promise<LaunchedProcess>;
 
-export type Isolation = 'process' | 'in-process';
+/**
+ * `process`: a locked-down child Node process (the default, for untrusted code).
+ * `in-process-trusted`: the host's own process. Not a security boundary: Node's own machinery
+ * (rejection tracking, async hooks, loggers) touches the app's objects. For code you trust.
+ */
+export type Isolation = 'process' | 'in-process-trusted';
 
 export interface SessionOptions {
   readonly runtime: RuntimeConfig;
@@ -79,27 +84,75 @@ export function childArgv(options: {
 }
 
 // ---------------------------------------------------------------------------------------------
-// in-process
+// in-process (trusted)
 
 let inProcessCount = 0;
+
+/**
+ * Says why the host process tracks promises, or undefined. With async hooks or an
+ * AsyncLocalStorage enabled, Node stores its ids and the store (host objects) as own symbol
+ * properties of every promise, those an app creates included: the app would read them. A new
+ * context's promise and its reaction show it; hooks installed with `v8.promiseHooks` leave no
+ * trace and are not detected.
+ */
+let probe: { context: vm.Context; script: vm.Script } | undefined;
+
+export function detectPromiseTracking(): string | undefined {
+  // One small context for the probe, made once: the answer depends on the hooks of the moment.
+  probe ??= {
+    context: vm.createContext(Object.create(null), { microtaskMode: 'afterEvaluate' }),
+    script: new vm.Script('(() => { const p = Promise.resolve(1); return [p, p.then(() => 0)]; })()'),
+  };
+  const [promise, derived] = probe.script.runInContext(probe.context, { timeout: 1000 }) as [object, object];
+  if (Object.getOwnPropertySymbols(promise).length + Object.getOwnPropertySymbols(derived).length > 0)
+    return 'the host process has async hooks or an AsyncLocalStorage enabled (they attach host objects to every promise)';
+  return undefined;
+}
+
+/** The per-entry check: cheaper, it sees hooks with an init callback and AsyncLocalStorage. */
+function quickPromiseTracking(): string | undefined {
+  return Object.getOwnPropertySymbols(Promise.resolve()).length > 0
+    ? 'the host process enabled async hooks or an AsyncLocalStorage while the app ran'
+    : undefined;
+}
+
+/** Unhandled rejections of in-process apps in one second before they are all stopped. */
+const MAX_REJECTIONS_PER_SECOND = 100;
+const liveInProcess = new Set<(reason: string, message: string) => void>();
+let rejectionWindow = { start: 0, count: 0 };
+
 // Installed while in-process sandboxes exist: Node would otherwise throw an unhandled sandbox
 // rejection as the host's uncaught exception. It never reads the reason. Host promises keep
-// Node's default behaviour (rethrown on a later tick).
+// Node's default behaviour (rethrown on a later tick). Rejections of app promises are counted:
+// each can cost the host a warning when it is handled late, so a flood stops the apps.
 const onUnhandledRejection = (reason: unknown, promise: Promise<unknown>) => {
-  if (
-    Object.getPrototypeOf(promise) === Promise.prototype &&
-    process.listenerCount('unhandledRejection') === 1
-  ) {
-    process.nextTick(() => {
-      throw reason;
-    });
+  if (Object.getPrototypeOf(promise) === Promise.prototype) {
+    if (process.listenerCount('unhandledRejection') === 1) {
+      process.nextTick(() => {
+        throw reason;
+      });
+    }
+    return;
+  }
+  const now = performance.now();
+  if (now - rejectionWindow.start > 1000) rejectionWindow = { start: now, count: 0 };
+  if (++rejectionWindow.count > MAX_REJECTIONS_PER_SECOND) {
+    for (const stop of [...liveInProcess]) {
+      stop('rejections', `more than ${MAX_REJECTIONS_PER_SECOND} unhandled rejections in a second`);
+    }
   }
 };
 
 export function createInProcessSession(options: SessionOptions, listener: SessionListener): Session {
   let runtime: Runtime | undefined;
   let disposed = false;
+  const stop = (reason: string, message: string) => {
+    if (disposed) return;
+    runtime?.dispose();
+    listener({ t: 'crash', reason, message });
+  };
   const release = () => {
+    liveInProcess.delete(stop);
     // Later: Node looks at the rejections of the last entry after the current microtasks, and
     // without a listener it would throw the sandbox's reason (coercing it) in the host.
     setTimeout(() => {
@@ -108,9 +161,22 @@ export function createInProcessSession(options: SessionOptions, listener: Sessio
   };
   return {
     async start() {
+      const tracking = detectPromiseTracking();
+      if (tracking !== undefined) {
+        listener({ t: 'crash', reason: 'unsafe-host', message: `in-process-trusted refused: ${tracking}` });
+        return;
+      }
       if (inProcessCount++ === 0) process.on('unhandledRejection', onUnhandledRejection);
+      liveInProcess.add(stop);
       runtime = createRuntime(
-        { vm, setTimeout, clearTimeout, setImmediate, now: () => performance.now() },
+        {
+          vm,
+          setTimeout,
+          clearTimeout,
+          setImmediate,
+          now: () => performance.now(),
+          beforeEntry: quickPromiseTracking,
+        },
         options.runtime,
         // Host listeners never run inside an entry (no host code with sandbox frames below it).
         (event) =>
@@ -136,6 +202,43 @@ export function createInProcessSession(options: SessionOptions, listener: Sessio
 // process
 
 const HEARTBEAT_MS = 100;
+/** The kernel's cap on the worker's data (RLIMIT_DATA) sits this far above `maxRssMb`. */
+const DATA_LIMIT_HEADROOM_MB = 64;
+
+/**
+ * Starts `argv` under a kernel limit on its private writable memory (RLIMIT_DATA: the V8 heap
+ * and ArrayBuffers alike), set by the shell that then becomes the worker. The RSS watchdog
+ * stops the worker at `maxRssMb`; this limit holds even between its polls.
+ */
+export function withDataLimit(
+  argv: readonly string[],
+  limitMb: number,
+  platform = process.platform,
+): string[] {
+  // No POSIX shell or rlimits on Windows: the watchdog alone applies there.
+  if (platform === 'win32') return [...argv];
+  const kib = Math.max(64, Math.floor(limitMb)) * 1024;
+  return ['/bin/sh', '-c', 'ulimit -d "$0" && exec "$@"', String(kib), ...argv];
+}
+
+/** Resident size in bytes of `pid` and all its descendants, from /proc. */
+export async function treeRss(pid: number): Promise<number> {
+  let total = 0;
+  const queue = [pid];
+  for (let seen = 0; queue.length > 0 && seen < 64; seen++) {
+    const current = queue.shift() as number;
+    try {
+      const status = await readFile(`/proc/${current}/status`, 'utf8');
+      const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
+      if (match) total += Number(match[1]) * 1024;
+      const children = await readFile(`/proc/${current}/task/${current}/children`, 'utf8');
+      for (const child of children.split(' ')) if (/^\d+$/.test(child)) queue.push(Number(child));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
 
 export function createProcessSession(options: SessionOptions, listener: SessionListener): Session {
   let child: LaunchedProcess | undefined;
@@ -175,8 +278,8 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
   const onEvent = (event: EngineEvent | { t: 'hb'; rss: number }) => {
     lastSeen = performance.now();
     if (event.t === 'hb') {
-      if (child?.pid === undefined && event.rss > rssLimit)
-        kill('memory', 'the sandbox process used too much memory');
+      // What the worker says of itself counts too (the host's /proc view may not reach it).
+      if (event.rss > rssLimit) kill('memory', 'the sandbox process used too much memory');
       return;
     }
     if (event.t === 'crash') {
@@ -187,19 +290,13 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
   };
 
   const readStdout = async (stdout: AsyncIterable<Uint8Array>) => {
-    const decoder = new StringDecoder('utf8');
-    const maxLine = options.runtime.maxMessageBytes * 6 + 4096;
-    let buffered = '';
+    const lines = new LineSplitter(options.runtime.maxMessageBytes * 6 + 4096);
+    const onLine = (line: string) => {
+      const event = validateEvent(line);
+      if (event !== undefined) onEvent(event);
+    };
     for await (const chunk of stdout) {
-      buffered += decoder.write(Buffer.from(chunk));
-      let index = buffered.indexOf('\n');
-      while (index >= 0) {
-        const event = validateEvent(buffered.slice(0, index));
-        buffered = buffered.slice(index + 1);
-        if (event !== undefined) onEvent(event);
-        index = buffered.indexOf('\n');
-      }
-      if (buffered.length > maxLine) {
+      if (!lines.push(chunk, onLine)) {
         kill('protocol', 'the sandbox process broke the protocol');
         return;
       }
@@ -216,6 +313,7 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
 
   const watch = (pid: number | undefined) => {
     let lastTick = performance.now();
+    let measuring = false;
     watchdog = setInterval(() => {
       if (ended) return;
       const now = performance.now();
@@ -231,15 +329,19 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
         kill('timeout', `the sandbox process stopped responding for more than ${timeoutMs} ms`);
         return;
       }
-      // ArrayBuffers live outside the V8 heap cap: watch the resident size.
-      if (pid !== undefined) {
-        readFile(`/proc/${pid}/status`, 'utf8').then(
-          (status) => {
-            const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
-            if (match && Number(match[1]) * 1024 > rssLimit)
-              kill('memory', 'the sandbox process used too much memory');
+      // ArrayBuffers live outside the V8 heap cap: watch the resident size of the launched
+      // process and everything under it (inside an OS sandbox the launched process is bwrap,
+      // the worker is its descendant).
+      if (pid !== undefined && !measuring) {
+        measuring = true;
+        void treeRss(pid).then(
+          (rss) => {
+            measuring = false;
+            if (rss > rssLimit) kill('memory', 'the sandbox process used too much memory');
           },
-          () => undefined,
+          () => {
+            measuring = false;
+          },
         );
       }
     }, 50);
@@ -249,11 +351,14 @@ export function createProcessSession(options: SessionOptions, listener: SessionL
   return {
     async start() {
       const nodePath = options.nodePath ?? process.execPath;
-      const argv = childArgv({
-        nodePath,
-        memoryLimitMb: options.memoryLimitMb,
-        allowWasm: options.runtime.allowWasm,
-      });
+      const argv = withDataLimit(
+        childArgv({
+          nodePath,
+          memoryLimitMb: options.memoryLimitMb,
+          allowWasm: options.runtime.allowWasm,
+        }),
+        options.maxRssMb + DATA_LIMIT_HEADROOM_MB,
+      );
       try {
         if (options.hostBackend) {
           hostSandbox = await options.hostBackend.create({
@@ -327,6 +432,7 @@ function validateEvent(line: string): EngineEvent | { t: 'hb'; rss: number } | u
         ? { t: 'log', level: value.level as string, text: value.text as string }
         : undefined;
     case 'log-limit':
+    case 'error-limit':
     case 'ready':
     case 'idle':
       return { t: value.t };

@@ -10,7 +10,7 @@ import {
   permissionFlag,
 } from '../src/index.js';
 
-const MODES: readonly Isolation[] = ['process', 'in-process'];
+const MODES: readonly Isolation[] = ['process', 'in-process-trusted'];
 
 function record(sandbox: MCPAppSandbox) {
   const events: string[] = [];
@@ -188,7 +188,7 @@ describe('unhandled rejections in-process', () => {
     for (const listener of others) process.off('unhandledRejection', listener);
     try {
       const sandbox = new MCPAppSandbox({
-        isolation: 'in-process',
+        isolation: 'in-process-trusted',
         code: `
           const reason = { toString() { console.log('COERCED ON THE HOST'); return 'x'; } };
           Promise.reject(reason);
@@ -210,7 +210,7 @@ describe('MCPAppSandbox options', () => {
     expect(() => sandbox.expose('console', () => 1)).toThrow();
     expect(() => sandbox.expose('not a name', () => 1)).toThrow();
     expect(
-      () => new MCPAppSandbox({ code: '', isolation: 'in-process', allowCodeGeneration: true }),
+      () => new MCPAppSandbox({ code: '', isolation: 'in-process-trusted', allowCodeGeneration: true }),
     ).toThrow();
   });
 
@@ -254,5 +254,38 @@ describe('MCPAppSandbox options', () => {
 
   it('exports an AppCodeError with a code', () => {
     expect(new AppCodeError('x').code).toBe('E_USAGE');
+  });
+});
+
+describe.each(MODES)('allowWasm: shared memories are refused (%s)', (isolation) => {
+  // Fails before: shared wasm memory gave the app a SharedArrayBuffer (its `buffer`) with Wasm on.
+  const MAGIC = '0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00';
+  const attempts = `
+    const attempt = (name, fn) => {
+      try { const r = fn(); console.log(name + ': ' + (r && r.buffer ? r.buffer.constructor.name : 'compiled')); }
+      catch (e) { console.log(name + ': refused (' + e.message + ')'); }
+    };
+    attempt('js-api', () => new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }));
+    attempt('defined', () => new WebAssembly.Module(new Uint8Array([${MAGIC}, 0x05, 0x04, 0x01, 0x03, 0x01, 0x01])));
+    attempt('imported', () => new WebAssembly.Module(new Uint8Array([${MAGIC}, 0x02, 0x09, 0x01, 0x01, 0x6d, 0x01, 0x78, 0x02, 0x03, 0x01, 0x01])));
+    try { await WebAssembly.compile(new Uint8Array([${MAGIC}, 0x05, 0x04, 0x01, 0x03, 0x01, 0x01])); console.log('async: compiled'); }
+    catch (e) { console.log('async: refused'); }
+    attempt('plain-memory', () => new WebAssembly.Memory({ initial: 1 }));
+    attempt('plain-module', () => new WebAssembly.Module(new Uint8Array([${MAGIC}, 0x05, 0x03, 0x01, 0x00, 0x01])));
+    console.log(String(new WebAssembly.Module(new Uint8Array([${MAGIC}])) instanceof WebAssembly.Module));`;
+
+  it('from the JS API and inside modules, while plain memories and modules work', async () => {
+    const sandbox = new MCPAppSandbox({ code: attempts, isolation, allowWasm: true });
+    const { logs } = record(sandbox);
+    expect(await sandbox.run()).toEqual({ status: 'finished' });
+    expect(logs.map((l) => l.message)).toEqual([
+      'js-api: refused (shared WebAssembly memory is not available in this sandbox)',
+      'defined: refused (shared WebAssembly memory is not available in this sandbox)',
+      'imported: refused (shared WebAssembly memory is not available in this sandbox)',
+      'async: refused',
+      'plain-memory: ArrayBuffer',
+      'plain-module: compiled',
+      'true',
+    ]);
   });
 });

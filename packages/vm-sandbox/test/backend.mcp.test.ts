@@ -66,7 +66,7 @@ async function connect(
   return { client, proc, transport, sandbox };
 }
 
-describe.each(['process', 'in-process'] as const)('vm backend serving MCP (%s)', (isolation) => {
+describe.each(['process', 'in-process-trusted'] as const)('vm backend serving MCP (%s)', (isolation) => {
   it('serves the example app to the SDK client: tools, resources, prompts, env as data', async () => {
     const { client, proc, transport } = await connect(isolation, ['node', HELLO], { GREETING: 'Howdy' });
     const tools = await client.listTools();
@@ -162,5 +162,70 @@ describe.each(['process', 'in-process'] as const)('vm backend serving MCP (%s)',
     expect(JSON.stringify(result)).toMatch(/stopped|closed|Connection/i);
     expect(await proc.exit).toEqual({ code: 1, signal: null });
     expect(transport.stderr.join('')).toContain('timeout');
+  });
+});
+
+/** Serves `source` as an app file (process isolation) to the SDK client. */
+async function serveApp(source: string) {
+  const file = join(await mkdtemp(join(tmpdir(), 'vm-app-')), 'app.js');
+  await writeFile(file, source);
+  return connect('process', [file]);
+}
+
+describe('the vm backend checks what an app returns before the SDK sees it', () => {
+  it('answers a malformed tool result with a short error, not the SDK validation text', async () => {
+    // Fails before: the SDK's zod error for 2000 empty content items was megabytes long (a 3 MB
+    // result of the same shape took the host to 4.4 GB and killed it).
+    const { client } = await serveApp(
+      `mcp.tool('bad', 'malformed', { type: 'object' }, () => ({ content: Array.from({ length: 2000 }, () => ({})) }));`,
+    );
+    const result = await client.callTool({ name: 'bad', arguments: {} }).then(
+      (value) => ({ isError: value.isError, text: JSON.stringify(value.content) }),
+      (error: Error) => ({ isError: 'rejected', text: error.message }),
+    );
+    expect(result.isError).toBe(true);
+    expect(result.text).toContain('the app returned an invalid result: content[0]');
+    expect(result.text.length).toBeLessThan(5000);
+  });
+
+  it('rebuilds valid results from known fields only, and caps handler error text', async () => {
+    const { client } = await serveApp(`
+      mcp.tool('ok', 'fine', { type: 'object' }, () => ({ content: [{ type: 'text', text: 'hi', extra: 'dropped' }] }));
+      mcp.tool('throws', 'long error', { type: 'object' }, () => { throw new Error('e'.repeat(100000)); });
+      mcp.resource('r://bad', 'bad', 'malformed', () => ({ contents: [{ uri: 'r://bad' }] }));
+      mcp.prompt('bad', 'malformed', [], () => ({ messages: [{ role: 'system', content: { type: 'text', text: 'x' } }] }));`);
+    expect((await client.callTool({ name: 'ok', arguments: {} })).content).toEqual([
+      { type: 'text', text: 'hi' },
+    ]);
+    const thrown = await client.callTool({ name: 'throws', arguments: {} });
+    expect(thrown.isError).toBe(true);
+    expect(JSON.stringify(thrown.content).length).toBeLessThan(5000);
+    await expect(client.readResource({ uri: 'r://bad' })).rejects.toThrow(
+      /invalid result: contents\[0\]: needs a text or blob/,
+    );
+    await expect(client.getPrompt({ name: 'bad' })).rejects.toThrow(/invalid result: messages\[0\]: role/);
+  });
+
+  it('caps registrations with a clear error to the app', async () => {
+    // Fails before: no cap (1 MiB descriptions: +900 MB of host heap in 15 s).
+    const { client, transport } = await serveApp(`
+      let n = 0;
+      try { for (; n < 5000; n++) mcp.tool('t' + n, 'd', { type: 'object' }, () => 'x'); }
+      catch (e) { console.error('stopped at ' + n + ': ' + e.message); }`);
+    const { tools } = await client.listTools();
+    expect(tools).toHaveLength(1000);
+    expect(transport.stderr.join('')).toContain('stopped at 1000: too many registrations');
+  });
+
+  it('caps the size of registrations too', async () => {
+    const { client, transport } = await serveApp(`
+      const big = 'd'.repeat(1024 * 1024);
+      let n = 0;
+      try { for (; n < 100; n++) mcp.resource('r://' + n, 'big', big, () => 'x'); }
+      catch (e) { console.error('stopped at ' + n + ': ' + e.message); }`);
+    expect((await client.listResources()).resources).toHaveLength(3);
+    expect(transport.stderr.join('')).toContain(
+      'stopped at 3: too many registrations, or their metadata is too large',
+    );
   });
 });

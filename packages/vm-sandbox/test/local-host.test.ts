@@ -5,10 +5,10 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { createLocalBackend } from '@mcpsandbox/backend-local';
-import type { SandboxProcess } from '@mcpsandbox/core';
+import type { SandboxBackend, SandboxProcess } from '@mcpsandbox/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childArgv, MCPAppSandbox } from '../src/index.js';
-import { spawnChild } from '../src/session.js';
+import { spawnChild, treeRss } from '../src/session.js';
 
 let server: Server;
 let port = 0;
@@ -89,4 +89,62 @@ describe('process isolation inside the local backend', () => {
       await box.close();
     }
   });
+});
+
+describe('the memory cap inside the local backend', () => {
+  it('holds for the real worker, not only for bwrap: peak RSS of the whole process tree stays bounded', async () => {
+    // Fails before: the watchdog read bwrap's RSS and the worker's own report was ignored when a
+    // pid existed; typed arrays took the worker to 1.5 GiB under a 192 MiB cap.
+    const local = createLocalBackend();
+    const pids: number[] = [];
+    // The local backend, with the launched process's pid noted for the measurement.
+    const hostBackend: SandboxBackend = {
+      ...local,
+      async create(spec) {
+        const box = await local.create(spec);
+        return {
+          id: box.id,
+          async exec(command, options) {
+            const proc = (await box.exec(command, options)) as SandboxProcess & { pid?: number };
+            if (proc.pid !== undefined) pids.push(proc.pid);
+            return proc;
+          },
+          close: () => box.close(),
+        };
+      },
+    };
+    const maxRssMb = 192;
+    const sandbox = new MCPAppSandbox({
+      // Past the kernel's data limit an allocation fails; the app stays alive for the watchdog.
+      code: `const keep = []; try { for (let i = 0; i < 16; i++) { keep.push(new Uint8Array(64 * 1024 * 1024).fill(1)); await new Promise((r) => setTimeout(r, 20)); } } catch {} console.log('allocated ' + keep.length * 64 + ' MiB'); setTimeout(() => {}, 5000);`,
+      hostBackend,
+      memoryLimitMb: 64,
+      maxRssMb,
+      timeout: 20_000,
+    });
+    let peak = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const pid = pids[0];
+        if (pid !== undefined) peak = Math.max(peak, await treeRss(pid));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+    const logs: string[] = [];
+    sandbox.on('log', (entry) => logs.push(entry.message));
+    const result = await sandbox.run();
+    sampling = false;
+    await sampler;
+    await sandbox.dispose();
+    expect(pids).toHaveLength(1);
+    expect(result).toMatchObject({ status: 'crashed', crash: { reason: 'memory' } });
+    expect(logs).not.toContain('allocated 1024 MiB');
+    // Stated bound: the cap, the kernel limit's headroom (64 MiB) and the node binary's shared pages.
+    console.error(
+      `peak RSS of the sandbox's process tree: ${(peak / 2 ** 20).toFixed(0)} MiB (cap ${maxRssMb} MiB)`,
+    );
+    expect(peak).toBeGreaterThan(64 * 2 ** 20);
+    expect(peak).toBeLessThan((maxRssMb + 128) * 2 ** 20);
+  }, 60_000);
 });

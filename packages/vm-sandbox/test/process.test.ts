@@ -27,6 +27,13 @@ describe('the child process', () => {
     expect(seen).toHaveLength(1);
     expect(seen[0]).toContain(permissionFlag());
     expect(seen[0]?.at(-2)).toBe('-e');
+    // A kernel limit on the worker's data (RLIMIT_DATA): maxRssMb (256 by default) + 64 MiB.
+    expect(seen[0]?.slice(0, 4)).toEqual([
+      '/bin/sh',
+      '-c',
+      'ulimit -d "$0" && exec "$@"',
+      String(320 * 1024),
+    ]);
   });
 
   it('runs inside a hostBackend sandbox with no env and no network, and closes it', async () => {
@@ -40,7 +47,7 @@ describe('the child process', () => {
         specs.push(spec);
         return {
           id: 'test-host-1',
-          exec: (command) => spawnChild([process.execPath, ...command.slice(1)]),
+          exec: (command) => spawnChild(command),
           async close() {
             closed++;
           },

@@ -31,6 +31,40 @@ export interface FakeCreateRequest {
   readonly [key: string]: unknown;
 }
 
+/**
+ * What a compromised envd (root in the VM, or a template the attacker built) can send. Each attack
+ * hits the next started process whose command line (`cmd` and `args` joined by spaces) contains
+ * `match`, once.
+ */
+export interface HostileEnvd {
+  readonly match: string;
+  /** Sent on the process stream right after its start event. */
+  readonly frame?: HostileFrame;
+  /** Fields that replace those of the process's end event. */
+  readonly end?: { readonly exitCode?: number; readonly exited?: boolean; readonly status?: string };
+  /** Ends the stream with this Connect error instead of an end event, as soon as it started. */
+  readonly streamError?: { readonly code: string; readonly message: string };
+  /** Answers every unary call about the process (SendInput, CloseStdin, SendSignal) with a body this large. */
+  readonly unaryBodyBytes?: number;
+}
+
+export type HostileFrame =
+  /** A frame header declaring `declared` bytes, then only `send` bytes, and the stream stays open. */
+  | { readonly kind: 'declared-length'; readonly declared: number; readonly send: number }
+  /** One complete frame whose payload is a JSON array of `bytes` bytes (`[0,0,0,…]`). */
+  | { readonly kind: 'json-array'; readonly bytes: number }
+  /** One well-formed data event carrying `bytes` bytes of output. */
+  | { readonly kind: 'data'; readonly stream: 'stdout' | 'stderr'; readonly bytes: number };
+
+/** A process start as envd saw it, with the egress rules in force at that moment. */
+export interface FakeStart {
+  readonly cmd: string;
+  readonly args: readonly string[];
+  readonly envs: Readonly<Record<string, string>>;
+  readonly user: string | undefined;
+  readonly network: unknown;
+}
+
 export interface FakeSandbox {
   readonly id: string;
   readonly root: string;
@@ -41,6 +75,8 @@ export interface FakeSandbox {
   readonly networkUpdates: unknown[];
   /** Every timeout (seconds) set after creation. */
   readonly timeouts: number[];
+  /** Every process start, in order. */
+  readonly starts: FakeStart[];
   alive: boolean;
   readonly processes: Map<number, FakeProcess>;
   expiry: NodeJS.Timeout | undefined;
@@ -54,6 +90,7 @@ interface FakeProcess {
   stdinOpen: boolean;
   outputCancelled: boolean;
   ended: boolean;
+  hostile: HostileEnvd | undefined;
 }
 
 export interface FakeE2B {
@@ -68,6 +105,12 @@ export interface FakeE2B {
   dropStreams(sandboxId: string): void;
   /** What E2B does when a sandbox's timeout elapses: the VM and its connections are gone. */
   expire(sandboxId: string): void;
+  /** Arms an attack from a compromised envd (see {@link HostileEnvd}). */
+  attack(hostile: HostileEnvd): void;
+  /** Called when a sandbox is created, before the API answers (after the host planned its mounts). */
+  onCreate(listener: ((box: FakeSandbox) => void) | undefined): void;
+  /** Called on every network update, before the API answers. */
+  onNetworkUpdate(listener: ((box: FakeSandbox, body: unknown) => void) | undefined): void;
   close(): Promise<void>;
 }
 
@@ -76,6 +119,9 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
   const sandboxes = new Map<string, FakeSandbox>();
   const requests: string[] = [];
   const createFailures: { status: number; message: string }[] = [];
+  const attacks: HostileEnvd[] = [];
+  let createListener: ((box: FakeSandbox) => void) | undefined;
+  let networkListener: ((box: FakeSandbox, body: unknown) => void) | undefined;
 
   const expire = (box: FakeSandbox) => {
     if (!box.alive) return;
@@ -124,12 +170,14 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
         accessToken: randomUUID(),
         networkUpdates: [],
         timeouts: [],
+        starts: [],
         alive: true,
         processes: new Map(),
         expiry: undefined,
       };
       armExpiry(box, create.timeout ?? 300);
       sandboxes.set(id, box);
+      createListener?.(box);
       return sendJson(res, 201, {
         sandboxID: id,
         templateID: template,
@@ -158,7 +206,9 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
       return;
     }
     if (req.method === 'PUT' && action === 'network') {
-      box.networkUpdates.push(JSON.parse(body.toString()));
+      const update: unknown = JSON.parse(body.toString());
+      box.networkUpdates.push(update);
+      networkListener?.(box, update);
       res.writeHead(204).end();
       return;
     }
@@ -242,6 +292,9 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
     }
     const proc = box.processes.get(selectorPid(message));
     if (!proc || proc.ended) return sendJson(res, 404, { code: 'not_found', message: 'process not found' });
+    if (proc.hostile?.unaryBodyBytes !== undefined) {
+      return sendLargeJson(res, proc.hostile.unaryBodyBytes);
+    }
     if (method === 'SendInput') {
       const input = (message.input as { stdin?: string } | undefined)?.stdin ?? '';
       if (!proc.stdinOpen)
@@ -284,6 +337,19 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
       cwd?: string;
     };
     const timeoutMs = Number(req.headers['connect-timeout-ms'] ?? 0);
+    const commandLine = [config.cmd, ...(config.args ?? [])].join(' ');
+    const attackIndex = attacks.findIndex((a) => commandLine.includes(a.match));
+    const hostile = attackIndex >= 0 ? attacks.splice(attackIndex, 1)[0] : undefined;
+    box.starts.push({
+      cmd: config.cmd,
+      args: config.args ?? [],
+      envs: config.envs ?? {},
+      user: basicUser(req.headers.authorization),
+      network: box.networkUpdates.at(-1) ?? {
+        allow_internet_access: box.create.allow_internet_access,
+        network: box.create.network,
+      },
+    });
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: box.home,
@@ -321,11 +387,18 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
         stdinOpen: message.stdin === true,
         outputCancelled: false,
         ended: false,
+        hostile,
       };
       box.processes.set(pid, proc);
       openStream(res);
       attach(proc, res, keepaliveSeconds);
       writeEvent(res, { start: { pid } });
+      if (hostile?.streamError) {
+        proc.outputCancelled = true;
+        proc.streams.delete(res);
+        sendStreamError(res, hostile.streamError.code, hostile.streamError.message);
+      }
+      if (hostile?.frame) void sendHostileFrame(res, hostile.frame);
       const forward = (name: 'stdout' | 'stderr') => (chunk: Buffer) => {
         if (proc.outputCancelled) return;
         // No subscriber, no delivery: like envd, output produced while detached is lost.
@@ -354,6 +427,7 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
           status,
         };
         if (signal || code !== 0) end.error = status;
+        Object.assign(end, hostile?.end);
         for (const stream of proc.streams) {
           writeEvent(stream, { end });
           endStream(stream);
@@ -433,6 +507,15 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
       const box = sandboxes.get(sandboxId);
       if (box) expire(box);
     },
+    attack(hostile) {
+      attacks.push(hostile);
+    },
+    onCreate(listener) {
+      createListener = listener;
+    },
+    onNetworkUpdate(listener) {
+      networkListener = listener;
+    },
     async close() {
       for (const box of sandboxes.values()) expire(box);
       api.closeAllConnections();
@@ -461,6 +544,63 @@ function killTree(proc: FakeProcess, signal: NodeJS.Signals) {
   } catch {
     proc.child.kill(signal);
   }
+}
+
+function basicUser(header: string | undefined): string | undefined {
+  const encoded = /^Basic (.+)$/.exec(header ?? '')?.[1];
+  return encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString().split(':')[0];
+}
+
+/** Writes `bytes` bytes in pieces, honouring backpressure, until done or the peer goes away. */
+async function writeFiller(res: ServerResponse, bytes: number, piece: Buffer): Promise<boolean> {
+  let left = bytes;
+  while (left > 0) {
+    if (res.destroyed || res.writableEnded) return false;
+    const chunk = left >= piece.length ? piece : piece.subarray(0, left);
+    left -= chunk.length;
+    if (!res.write(chunk)) {
+      const go = await new Promise<boolean>((resolve) => {
+        res.once('drain', () => resolve(true));
+        res.once('close', () => resolve(false));
+      });
+      if (!go) return false;
+    }
+  }
+  return true;
+}
+
+const FILLER_PIECE = 1024 * 1024;
+
+async function sendHostileFrame(res: ServerResponse, frame: HostileFrame): Promise<void> {
+  const head = Buffer.alloc(5);
+  if (frame.kind === 'declared-length') {
+    head.writeUInt32BE(frame.declared >>> 0, 1);
+    res.write(head);
+    await writeFiller(res, frame.send, Buffer.alloc(FILLER_PIECE, 0x20));
+    return; // and the stream stays open, as if the rest were on its way
+  }
+  if (frame.kind === 'json-array') {
+    head.writeUInt32BE(frame.bytes, 1);
+    res.write(Buffer.concat([head, Buffer.from('[0')]));
+    const ok = await writeFiller(res, frame.bytes - 3, Buffer.from(',0'.repeat(FILLER_PIECE / 2)));
+    if (ok) res.write(']');
+    return;
+  }
+  const prefix = Buffer.from(`{"event":{"data":{"${frame.stream}":"`);
+  const suffix = Buffer.from('"}}}');
+  const base64 = Math.ceil(frame.bytes / 3) * 4;
+  head.writeUInt32BE(prefix.length + base64 + suffix.length, 1);
+  res.write(Buffer.concat([head, prefix]));
+  if (await writeFiller(res, base64, Buffer.alloc(FILLER_PIECE, 'A'))) res.write(suffix);
+}
+
+/** A 200 answer to a unary call whose JSON body is `bytes` long. */
+function sendLargeJson(res: ServerResponse, bytes: number): Promise<void> {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(bytes) });
+  res.write('{"x":"');
+  return writeFiller(res, bytes - 8, Buffer.alloc(FILLER_PIECE, 'A')).then((ok) => {
+    if (ok) res.end('"}');
+  });
 }
 
 function sandboxPath(path: string): string {

@@ -4,5 +4,8 @@ export {
   type FakeCreateRequest,
   type FakeE2B,
   type FakeSandbox,
+  type FakeStart,
+  type HostileEnvd,
+  type HostileFrame,
   startFakeE2B,
 } from './fake-e2b.js';

@@ -1,4 +1,4 @@
-import { ExitCode } from '@mcpsandbox/core';
+import { ExitCode, escapeControls } from '@mcpsandbox/core';
 import type { Command } from 'commander';
 import { runDoctor } from '../doctor/run.js';
 import { createSystemDoctorHost } from '../doctor/system.js';
@@ -25,7 +25,8 @@ Secrets are never printed: for E2B_API_KEY only whether it is set.`,
       const setup = options.doctor ?? {};
       const host = setup.host ?? createSystemDoctorHost({ env: options.io.env });
       const report = await runDoctor({ ...setup, host }, options.backends, options.defaultBackend);
-      options.io.stdout.write(`${report.lines.join('\n')}\n`);
+      // Versions and cache entries are read from the system: shown with controls escaped.
+      options.io.stdout.write(`${escapeControls(report.lines.join('\n'))}\n`);
       setExitCode(report.defaultUsable ? ExitCode.ok : DOCTOR_UNUSABLE_EXIT);
     });
 }

@@ -2,7 +2,9 @@ import { PassThrough } from 'node:stream';
 import {
   createStderrLogger,
   ExitCode,
+  escapeControls,
   type FrameHandler,
+  jsonForTerminal,
   LineFramer,
   parseDuration,
   startBridge,
@@ -162,7 +164,8 @@ async function inspectAction(
       );
       return NOT_AN_MCP_SERVER;
     }
-    io.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+    // Names and descriptions come from the server: shown with their control characters escaped.
+    io.stdout.write(flags.json ? `${jsonForTerminal(report, 2)}\n` : escapeControls(formatReport(report)));
     return ExitCode.ok;
   } catch (error) {
     return reportError(error, logger);

@@ -56,6 +56,7 @@ export interface RunFlags {
   requireIsolation?: string;
   state?: string;
   autoMount?: boolean;
+  installAllowNet: string[];
   quiet?: boolean;
 }
 
@@ -112,6 +113,12 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
       collect,
       [],
     )
+    .option(
+      '--install-allow-net <host[:port]>',
+      'let the npx install step (only) reach this host too, for packages that download at install (repeatable)',
+      collect,
+      [],
+    )
     .option('--template <name>', 'sandbox template (e2b)')
     .option(
       '--state <name>',
@@ -158,6 +165,9 @@ export async function planRun(
   if (flags.template) settings.template = flags.template;
   if (flags.state !== undefined) settings.state = flags.state;
   if (flags.autoMount === false) settings.autoMount = 'false';
+  if (flags.installAllowNet.length > 0) {
+    settings.installAllowNet = flags.installAllowNet.map(parseAllowNet).join(',');
+  }
   const maxLineBytes = flags.maxMessageSize
     ? parseSize(flags.maxMessageSize, '--max-message-size')
     : undefined;

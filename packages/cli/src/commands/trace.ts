@@ -3,6 +3,8 @@ import { resolve } from 'node:path';
 import {
   createStderrLogger,
   ExitCode,
+  escapeControls,
+  jsonForTerminal,
   readTrace,
   type SessionSummary,
   summarizeTrace,
@@ -53,10 +55,11 @@ async function traceAction(path: string, flags: TraceFlags, options: CliOptions)
     if (summary.sessions.length === 0 && summary.malformed > 0) {
       throw new UsageError(`${path} is not an mcp-sandbox trace (no record could be read)`);
     }
+    // Tool names, methods and commands in a trace come from the server: escaped on the way out.
     io.stdout.write(
       flags.json
-        ? `${JSON.stringify({ format, ...summary }, null, 2)}\n`
-        : `format: ${describeFormat(format)}\n${formatSummary(summary)}`,
+        ? `${jsonForTerminal({ format, ...summary }, 2)}\n`
+        : `format: ${describeFormat(format)}\n${escapeControls(formatSummary(summary))}`,
     );
     return ExitCode.ok;
   } catch (error) {
@@ -111,6 +114,8 @@ function formatSession(s: SessionSummary): string[] {
     `stdout diverted: ${s.diverted} line(s); stderr: ${s.stderr.lines} line(s), ${bytes(s.stderr.bytes)}`,
   );
   for (const p of s.policy) lines.push(`policy: ${p.action} ${p.tool} (${p.rule})`);
+  for (const [reason, count] of Object.entries(s.dropped))
+    lines.push(`policy: dropped ${count} server message(s): ${reason}`);
   for (const d of s.pinDrift) lines.push(`pin: ${d.tool} ${d.change} since pinned`);
   return lines;
 }
@@ -143,7 +148,7 @@ async function follow(path: string, options: CliOptions): Promise<number> {
     partial = partial.slice(cut + 1);
     for (const record of records) {
       const line = liveLine(record, pending);
-      if (line) io.stdout.write(`${line}\n`);
+      if (line) io.stdout.write(`${escapeControls(line)}\n`);
     }
     if (newerVersion > 0)
       io.stderr.write(`mcp-sandbox: skipped ${newerVersion} record(s) of a newer trace version\n`);
@@ -173,7 +178,7 @@ export function liveLine(record: TraceRecord, pending: Map<string, number>): str
       record.type === 'session-end'
         ? ` ${String(record.reason)}, exit ${String(record.exitCode)}`
         : record.type === 'policy'
-          ? ` ${String(record.action)} ${String(record.tool)}`
+          ? ` ${String(record.action)} ${String(record.tool ?? record.reason)}`
           : '';
     return `${time}   [${record.type}${detail}]`;
   }

@@ -1,7 +1,14 @@
 import { access, constants } from 'node:fs/promises';
 import { platform as osPlatform } from 'node:os';
 import { isAbsolute, posix, resolve, win32 } from 'node:path';
-import { createStderrLogger, type Logger, parseDuration, UsageError } from '@mcpsandbox/core';
+import {
+  createStderrLogger,
+  escapeControls,
+  jsonForTerminal,
+  type Logger,
+  parseDuration,
+  UsageError,
+} from '@mcpsandbox/core';
 import { type Command, Option } from 'commander';
 import {
   CLIENT_IDS,
@@ -309,7 +316,7 @@ async function applyPlan(
     logger.info(`nothing to change in ${plan.config.location.file}`);
     return 0;
   }
-  io.stderr.write(plan.diff);
+  io.stderr.write(escapeControls(plan.diff));
   if (flags.dryRun) {
     logger.info(`dry run: ${changed} server(s) would be ${done}; nothing written`);
     return 0;
@@ -516,9 +523,10 @@ async function listAction(flags: { client?: string; json?: boolean }, options: C
     }
   }
   if (flags.json) {
-    io.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
+    io.stdout.write(`${jsonForTerminal(listed, 2)}\n`);
   } else {
-    io.stdout.write(formatList(listed, io.env.HOME));
+    // Server names and commands come from config files that installers write: controls escaped.
+    io.stdout.write(escapeControls(formatList(listed, io.env.HOME)));
   }
   return listed.some((l) => l.error) ? CONFIG_ERROR_EXIT : 0;
 }

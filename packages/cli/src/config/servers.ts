@@ -109,6 +109,7 @@ const VALUE_OPTIONS = new Set([
   '--fs',
   '--template',
   '--state',
+  '--install-allow-net',
   '--backend-option',
   '--trace',
   '--max-message-size',

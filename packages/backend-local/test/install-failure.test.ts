@@ -1,0 +1,92 @@
+/**
+ * An install that needs more than the registry (a postinstall that downloads a prebuilt binary):
+ * the failure quotes npm, names the refused host and the flag that grants it for the install
+ * only, and keeps the install's output in a log the user can read after the sandbox is gone.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN, runBin, startRegistry } from './cli.js';
+
+const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-install-failure-'));
+chmodSync(work, 0o755);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** The "prebuilds" host, on another loopback address than the registry. */
+async function startDownloads(): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
+  let hits = 0;
+  const server: Server = createServer((_request, response) => {
+    hits++;
+    response.end('binary');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.3', resolve));
+  const url = `http://127.0.0.3:${(server.address() as { port: number }).port}/prebuild.bin`;
+  return { url, hits: () => hits, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+describe('an install that downloads from a host other than the registry', () => {
+  // Before: the summary quoted stack lines, pointed at a log inside the deleted sandbox, and
+  // named no way to let the download through.
+  it('fails with npm’s own lines, the refused host, the flag to grant it, and a log kept on the host', {
+    timeout: 180_000,
+  }, async () => {
+    const downloads = await startDownloads();
+    const registry = await startRegistry({ download: downloads.url }, 'download-install');
+    const cache = join(work, 'cache');
+    const host = new URL(downloads.url).host;
+    try {
+      const args = [
+        '--backend-option',
+        `npmRegistry=${registry.url}`,
+        '--backend-option',
+        `npmCacheDir=${cache}`,
+      ];
+      const child = spawn(
+        process.execPath,
+        [BIN, 'run', ...args, '--', 'npx', '-y', 'download-install@1.0.0'],
+        {
+          stdio: ['pipe', 'ignore', 'pipe'],
+        },
+      );
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const [code] = (await once(child, 'close')) as [number | null];
+      child.stdin.destroy();
+      expect(code).toBe(125);
+      expect(stderr).toContain('installing download-install@1.0.0 failed');
+      expect(stderr).toMatch(/npm said:\n\s+npm error/);
+      expect(stderr).toContain(`its install scripts tried ${host}`);
+      expect(stderr).toContain(`--install-allow-net ${host}`);
+      expect(downloads.hits()).toBe(0);
+      const log = /the whole install output: (\S+)/.exec(stderr)?.[1];
+      expect(log && existsSync(log)).toBe(true);
+      expect(readFileSync(log as string, 'utf8')).toContain('prebuild download failed');
+
+      // The grant it names lets the install through, and the server starts.
+      const running = await runBin([
+        ...args,
+        '--install-allow-net',
+        host,
+        '--',
+        'npx',
+        '-y',
+        'download-install@1.0.0',
+      ]);
+      try {
+        expect(running.client.getServerVersion()?.name).toBe('download-install');
+      } finally {
+        await running.client.close();
+      }
+      expect(downloads.hits()).toBe(1);
+    } finally {
+      await registry.close();
+      await downloads.close();
+    }
+  });
+});
