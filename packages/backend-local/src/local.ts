@@ -22,12 +22,15 @@ import { basename, dirname, isAbsolute, join } from 'node:path';
 import {
   armTtl,
   type BackendFactoryOptions,
+  COPY_LIMITS,
+  defaultPinLockFile,
   type ExecOptions,
   type KillSignal,
   killAll,
   type Logger,
   type MountSpec,
   type PrepareOptions,
+  pinNpxSpec,
   type Sandbox,
   type SandboxBackend,
   type SandboxEvent,
@@ -38,6 +41,7 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
+import { copyIn } from './copy-in.js';
 import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
 import { type LimitPlan, planLimits } from './limits.js';
@@ -200,7 +204,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
       for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
-      return new LocalSandbox({
+      const sandbox = new LocalSandbox({
         spec,
         info: found,
         grants,
@@ -216,6 +220,13 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         logger,
         ...(options.resolve ? { resolve: options.resolve } : {}),
       });
+      try {
+        await sandbox.stageCopies();
+      } catch (error) {
+        await sandbox.close();
+        throw error;
+      }
+      return sandbox;
     },
   };
 }
@@ -347,6 +358,8 @@ class LocalSandbox implements Sandbox {
   readonly #seccomp: Uint8Array;
   /** Binds added by prepare() (the installed package), for every later exec. */
   readonly #extraBinds: Bind[] = [];
+  /** Host copies of `copy` mounts, by their index in the spec. */
+  readonly #copies = new Map<number, string>();
   readonly #state: StateDirs | undefined;
   /** Own-file paths already announced, so that each is said once. */
   readonly #shown = new Set<string>();
@@ -390,6 +403,27 @@ class LocalSandbox implements Sandbox {
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
   }
 
+  /**
+   * `copy` mounts: a private copy of each under this sandbox's directory, before any process of
+   * the sandbox exists; bound read-write, removed with the rest on close.
+   */
+  async stageCopies(): Promise<void> {
+    const { spec, info } = this.#config;
+    for (const [index, mount] of (spec.mounts ?? []).entries()) {
+      if (mount.mode !== 'copy') continue;
+      const copies = join(this.#root, 'copies');
+      mkdirSync(copies, { recursive: true, mode: 0o700 });
+      if (info.runAs) chownSync(copies, info.runAs.uid, info.runAs.gid);
+      const dest = join(copies, String(index));
+      const copied = await copyIn(mount.hostPath, dest, {
+        limits: COPY_LIMITS,
+        ...(info.runAs ? { owner: info.runAs } : {}),
+      });
+      this.#copies.set(index, dest);
+      spec.onEvent?.({ type: 'copied-in', sandboxPath: mount.sandboxPath, ...copied });
+    }
+  }
+
   /** Host directory holding this sandbox's private home and tmp (removed on close). */
   get hostDirectory(): string {
     return this.#root;
@@ -413,6 +447,13 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
+      pin: (spec, registry, trust) =>
+        pinNpxSpec(spec, {
+          registry,
+          trust,
+          lockFile: defaultPinLockFile(this.#config.hostEnv, this.#config.hostHome),
+          logger: this.#config.logger,
+        }),
       install: (argv, binds, network, env, onEvent) =>
         this.spawn(argv, { network, env }, { binds, install: true, onEvent }),
     });
@@ -537,11 +578,13 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
-    const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m) => ({
-      source: m.hostPath,
-      dest: m.sandboxPath,
-      mode: m.mode,
-    }));
+    const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m, index): Bind => {
+      if (m.mode !== 'copy') return { source: m.hostPath, dest: m.sandboxPath, mode: m.mode };
+      // Never the original: a copy mount the host did not stage is an error, not a live bind.
+      const copy = this.#copies.get(index);
+      if (copy === undefined) throw new SandboxFailureError('copy mount not staged', { code: 'E_COPY' });
+      return { source: copy, dest: m.sandboxPath, mode: 'rw' };
+    });
 
     // `npm install -g` (a --setup step) installs into the home, whose bin/ comes first on PATH.
     const npmPrefix = `${this.#insideHome}/.npm-global`;
