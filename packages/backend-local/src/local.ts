@@ -447,6 +447,7 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
+      logger: this.#config.logger,
       pin: (spec, registry, trust) =>
         pinNpxSpec(spec, {
           registry,

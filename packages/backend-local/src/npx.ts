@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import {
+  type Logger,
   type NetworkSpec,
   type PrepareOptions,
   type RegistryTrust,
@@ -105,6 +106,8 @@ export interface NpxDeps {
   readonly cache: NpxCacheOptions;
   readonly runAs: { readonly uid: number; readonly gid: number } | undefined;
   readonly onEvent: ((event: SandboxEvent) => void) | undefined;
+  /** Where mcp-sandbox's own progress lines go (stderr, through the bridge's logger). */
+  readonly logger: Logger;
   /** Turns the command's spec into the exact one to install (pinned installs); absent: as given. */
   readonly pin?: (spec: string, registry: string, trust: RegistryTrust) => Promise<string>;
   /**
@@ -183,7 +186,8 @@ export async function prepareNpx(
   const key = cacheKey(registry, spec);
   const entry = join(deps.cache.cacheRoot, key);
   const inside = `${SANDBOX_NPM_ROOT}/${key}`;
-  const say = (text: string) => options.stderr(Buffer.from(`mcp-sandbox: ${text}\n`));
+  // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
+  const say = (text: string) => deps.logger.info(text);
 
   mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
   // The cache root must be ours and writable by no one else: every rename below relies on it.

@@ -151,7 +151,11 @@ async function inspectAction(
     if (!report) {
       // A server that could not start keeps the bridge's code (127 not found, 125 sandbox failure,
       // 124 TTL); a program that ran but did not speak MCP is the user's to fix, with exit 1.
-      const bridgeFailed = result.exitCode !== ExitCode.ok && failure?.kind === 'ended';
+      // The bridge answers an initialize in flight when the sandbox fails or the TTL fires: that
+      // answer is not the program's, so the bridge's exit code stands.
+      const bridgeFailed =
+        result.exitCode !== ExitCode.ok &&
+        (failure?.kind === 'ended' || result.reason === 'sandbox-failure' || result.reason === 'ttl');
       if (bridgeFailed) {
         logger.error(`could not inspect the server: ${failure?.message ?? 'it ended'}`);
         return result.exitCode;
