@@ -4,6 +4,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1 MCPSANDBOX_TEST_JSON=1
+# Pins written by tests that install with `npx -y` go to a lock of their own, not the user's.
+MCP_SANDBOX_PIN_LOCK="$(mktemp -d)/npx-lock.json"
+export MCP_SANDBOX_PIN_LOCK
 PNPM=(npx --yes pnpm@12.4.2)
 [ -d node_modules ] || "${PNPM[@]}" install --frozen-lockfile || exit 1
 rm -f packages/*/test-results.json apps/*/test-results.json

@@ -1,9 +1,12 @@
+import { homedir } from 'node:os';
 import {
   AbortedError,
   type BackendFactoryOptions,
   type CreateOptions,
   createRedactor,
+  defaultPinLockFile,
   type Logger,
+  pinNpxSpec,
   type Sandbox,
   type SandboxBackend,
   type SandboxSpec,
@@ -23,6 +26,7 @@ export const DEFAULT_TEMPLATE = 'base';
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 const DEFAULT_INSTALL_TIMEOUT_MS = 10 * 60_000;
 const NPM_REGISTRY_HOST = 'registry.npmjs.org';
+const DEFAULT_NPM_REGISTRY = `https://${NPM_REGISTRY_HOST}/`;
 
 export interface E2BBackendOptions extends BackendFactoryOptions {
   /** Defaults to `E2B_API_KEY` from `hostEnv`. Read on the host only; never forwarded into the VM. */
@@ -66,6 +70,12 @@ interface ResolvedOptions {
   readonly installHosts: readonly string[];
   readonly installTimeoutMs: number;
   readonly logger: Logger;
+  /** Registry `npx -y` specs are pinned against and installed from (setting `npmRegistry`). */
+  readonly npmRegistry: string | undefined;
+  /** The per-user lock file of pinned `npx -y` installs. */
+  readonly pinLock: string;
+  /** CA file the host trusts besides Node's roots, for asking the registry (NODE_EXTRA_CA_CERTS). */
+  readonly extraCa: string | undefined;
 }
 
 /**
@@ -122,6 +132,9 @@ function resolveOptions(options: E2BBackendOptions): ResolvedOptions {
     installTimeoutMs:
       options.installTimeoutMs ?? positive(settings, 'installTimeoutMs') ?? DEFAULT_INSTALL_TIMEOUT_MS,
     logger: options.logger ?? silentLogger,
+    npmRegistry: text(settings.npmRegistry),
+    pinLock: defaultPinLockFile(env, env.HOME ?? homedir()),
+    extraCa: text(env.NODE_EXTRA_CA_CERTS),
   };
 }
 
@@ -216,6 +229,14 @@ async function createSandbox(
     requestTimeoutMs: options.requestTimeoutMs,
     installHosts: egress.network || egress.allowInternetAccess === false ? options.installHosts : [],
     installTimeoutMs: options.installTimeoutMs,
+    pin: (npxSpec) =>
+      pinNpxSpec(npxSpec, {
+        registry: options.npmRegistry ?? DEFAULT_NPM_REGISTRY,
+        lockFile: options.pinLock,
+        logger: options.logger,
+        trust: { caFiles: [options.extraCa] },
+      }),
+    ...(options.npmRegistry ? { npmRegistry: options.npmRegistry } : {}),
     plan,
   });
   spec.onEvent?.({ type: 'network', scope: 'sandbox', egress: egress.summary });

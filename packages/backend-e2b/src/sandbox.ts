@@ -22,6 +22,7 @@ import { type E2BEgress, toE2BEgress } from './network.js';
 import { parseNpx } from './npx.js';
 import { type E2BProcess, startProcess } from './process.js';
 import { OutputRelay } from './relay.js';
+import { shellQuote } from './shell.js';
 import { oneLine } from './text.js';
 
 export interface SandboxSettings {
@@ -30,6 +31,10 @@ export interface SandboxSettings {
   /** Hosts an `npx -y` install may reach while it runs, when the spec grants less. */
   readonly installHosts: readonly string[];
   readonly installTimeoutMs: number;
+  /** Turns an `npx -y` spec into the exact one to install (pinned installs); absent: as given. */
+  readonly pin?: (spec: string) => Promise<string>;
+  /** Registry the install in the VM uses, when not npm's default. */
+  readonly npmRegistry?: string;
   /** Mounts to copy in once the install is done (or at the first exec). */
   readonly plan: CopyPlan;
 }
@@ -126,7 +131,9 @@ export class E2BSandbox implements Sandbox {
       await this.#copyMounts();
       return command;
     }
-    const dir = `.mcp-sandbox/npx/${createHash('sha256').update(npx.spec).digest('hex').slice(0, 16)}`;
+    // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
+    const spec = this.#settings.pin ? await this.#settings.pin(npx.spec) : npx.spec;
+    const dir = `.mcp-sandbox/npx/${createHash('sha256').update(spec).digest('hex').slice(0, 16)}`;
     const wanted =
       this.#settings.installHosts.length > 0
         ? this.#wider({ allow: [...(this.#spec.network?.allow ?? []), ...this.#settings.installHosts] })
@@ -136,13 +143,13 @@ export class E2BSandbox implements Sandbox {
     const relay = new OutputRelay(options.stderr, this.#spec.onEvent, this.#redact);
     try {
       if (wanted) await this.#applyNetwork(wanted, 'install');
-      await this.#install(npx.spec, dir, relay, options.signal);
+      await this.#install(spec, dir, relay, options.signal);
     } finally {
       relay.end();
       // Restored only after the install's process group is dead (#install's finally).
       await this.#release(wanted !== undefined);
     }
-    const bin = await this.#resolveBin(dir, npx.spec, npx.bin, options);
+    const bin = await this.#resolveBin(dir, spec, npx.bin, options);
     await this.#copyMounts();
     return [bin, ...npx.args];
   }
@@ -153,13 +160,16 @@ export class E2BSandbox implements Sandbox {
   }
 
   async #install(spec: string, dir: string, relay: OutputRelay, signal: AbortSignal | undefined) {
+    const registry = this.#settings.npmRegistry
+      ? ` --registry ${shellQuote(this.#settings.npmRegistry)}`
+      : '';
     const script = [
       'set -e',
       `d="$HOME/${dir}"`,
       'mkdir -p "$d"',
       'cd "$d"',
       `[ -f package.json ] || printf '{"private":true}\\n' > package.json`,
-      'exec npm install --no-audit --no-fund --no-update-notifier --loglevel=error "$0"',
+      `exec npm install --no-audit --no-fund --no-update-notifier --loglevel=error${registry} "$0"`,
     ].join('\n');
     let launcher: number | undefined;
     let firstLine = '';

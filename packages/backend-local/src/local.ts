@@ -21,12 +21,15 @@ import { basename, dirname, isAbsolute, join } from 'node:path';
 import {
   armTtl,
   type BackendFactoryOptions,
+  COPY_LIMITS,
+  defaultPinLockFile,
   type ExecOptions,
   type KillSignal,
   killAll,
   type Logger,
   type MountSpec,
   type PrepareOptions,
+  pinNpxSpec,
   type Sandbox,
   type SandboxBackend,
   type SandboxEvent,
@@ -37,6 +40,7 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
+import { copyIn } from './copy-in.js';
 import { DenialReporter, SyntheticNames } from './egress.js';
 import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
@@ -221,7 +225,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
       for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
-      return new LocalSandbox({
+      const sandbox = new LocalSandbox({
         spec,
         info: found,
         grants,
@@ -241,6 +245,13 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         denialHints:
           options.denialHints ?? !['off', 'false', '0', 'no'].includes(settings.denialHints ?? 'on'),
       });
+      try {
+        await sandbox.stageCopies();
+      } catch (error) {
+        await sandbox.close();
+        throw error;
+      }
+      return sandbox;
     },
   };
 }
@@ -381,6 +392,8 @@ class LocalSandbox implements Sandbox {
   readonly #seccomp: Uint8Array;
   /** Binds added by prepare() (the installed package), for every later exec. */
   readonly #extraBinds: Bind[] = [];
+  /** Host copies of `copy` mounts, by their index in the spec. */
+  readonly #copies = new Map<number, string>();
   readonly #state: StateDirs | undefined;
   /** Own-file paths already announced, so that each is said once. */
   readonly #shown = new Set<string>();
@@ -426,6 +439,27 @@ class LocalSandbox implements Sandbox {
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
   }
 
+  /**
+   * `copy` mounts: a private copy of each under this sandbox's directory, before any process of
+   * the sandbox exists; bound read-write, removed with the rest on close.
+   */
+  async stageCopies(): Promise<void> {
+    const { spec, info } = this.#config;
+    for (const [index, mount] of (spec.mounts ?? []).entries()) {
+      if (mount.mode !== 'copy') continue;
+      const copies = join(this.#root, 'copies');
+      mkdirSync(copies, { recursive: true, mode: 0o700 });
+      if (info.runAs) chownSync(copies, info.runAs.uid, info.runAs.gid);
+      const dest = join(copies, String(index));
+      const copied = await copyIn(mount.hostPath, dest, {
+        limits: COPY_LIMITS,
+        ...(info.runAs ? { owner: info.runAs } : {}),
+      });
+      this.#copies.set(index, dest);
+      spec.onEvent?.({ type: 'copied-in', sandboxPath: mount.sandboxPath, ...copied });
+    }
+  }
+
   /** Host directory holding this sandbox's private home and tmp (removed on close). */
   get hostDirectory(): string {
     return this.#root;
@@ -449,6 +483,14 @@ class LocalSandbox implements Sandbox {
       cache: this.#config.npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
+      logger: this.#config.logger,
+      pin: (spec, registry, trust) =>
+        pinNpxSpec(spec, {
+          registry,
+          trust,
+          lockFile: defaultPinLockFile(this.#config.hostEnv, this.#config.hostHome),
+          logger: this.#config.logger,
+        }),
       install: (argv, binds, network, env, onEvent) =>
         this.spawn(argv, { network, env }, { binds, install: true, onEvent }),
     });
@@ -575,11 +617,13 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
-    const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m) => ({
-      source: m.hostPath,
-      dest: m.sandboxPath,
-      mode: m.mode,
-    }));
+    const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m, index): Bind => {
+      if (m.mode !== 'copy') return { source: m.hostPath, dest: m.sandboxPath, mode: m.mode };
+      // Never the original: a copy mount the host did not stage is an error, not a live bind.
+      const copy = this.#copies.get(index);
+      if (copy === undefined) throw new SandboxFailureError('copy mount not staged', { code: 'E_COPY' });
+      return { source: copy, dest: m.sandboxPath, mode: 'rw' };
+    });
     // The host's TLS trust: a variable crosses only when the sandbox can see what it names.
     const trustEnv: Record<string, string> = {};
     for (const entry of this.#config.tlsTrust?.entries ?? []) {

@@ -3,8 +3,10 @@ import { createHash } from 'node:crypto';
 import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import {
+  type Logger,
   type NetworkSpec,
   type PrepareOptions,
+  type RegistryTrust,
   type SandboxEvent,
   SandboxFailureError,
   SetupFailedError,
@@ -104,6 +106,10 @@ export interface NpxDeps {
   readonly cache: NpxCacheOptions;
   readonly runAs: { readonly uid: number; readonly gid: number } | undefined;
   readonly onEvent: ((event: SandboxEvent) => void) | undefined;
+  /** Where mcp-sandbox's own progress lines go (stderr, through the bridge's logger). */
+  readonly logger: Logger;
+  /** Turns the command's spec into the exact one to install (pinned installs); absent: as given. */
+  readonly pin?: (spec: string, registry: string, trust: RegistryTrust) => Promise<string>;
   /**
    * Runs an install step in the sandbox with `binds` and only `network` for egress: no other
    * environment, no mounts of the spec, no other cache entry.
@@ -170,10 +176,18 @@ export async function prepareNpx(
   if (!parsed) return { command };
   const npmConfig = await hostNpmConfig(deps.cache.hostEnv);
   const registry = normalizeRegistry(deps.cache.registry ?? npmConfig.registry);
-  const key = cacheKey(registry, parsed.spec);
+  // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
+  const spec = deps.pin
+    ? await deps.pin(parsed.spec, registry, {
+        caFiles: [npmConfig.cafile, deps.cache.hostEnv.NODE_EXTRA_CA_CERTS],
+        strictSsl: npmConfig.strictSsl,
+      })
+    : parsed.spec;
+  const key = cacheKey(registry, spec);
   const entry = join(deps.cache.cacheRoot, key);
   const inside = `${SANDBOX_NPM_ROOT}/${key}`;
-  const say = (text: string) => options.stderr(Buffer.from(`mcp-sandbox: ${text}\n`));
+  // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
+  const say = (text: string) => deps.logger.info(text);
 
   mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
   // The cache root must be ours and writable by no one else: every rename below relies on it.
@@ -193,16 +207,16 @@ export async function prepareNpx(
       }
     }
     if (installed) {
-      deps.onEvent?.({ type: 'prepare', cache: 'hit', spec: parsed.spec, entry });
+      deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
     } else {
       sweepStaging(root);
       const registryUrl = new URL(registry);
       const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
       const grant = `${registryUrl.hostname}:${port}`;
-      say(`installing ${parsed.spec} from ${registry} into ${entry} (network: ${grant} only)`);
-      deps.onEvent?.({ type: 'prepare', cache: 'miss', spec: parsed.spec, entry, network: [grant] });
-      installed = await install(root, key, parsed.spec, registry, grant, npmConfig, options, deps);
-      deps.onEvent?.({ type: 'prepare', cache: 'stored', spec: parsed.spec, entry });
+      say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
+      deps.onEvent?.({ type: 'prepare', cache: 'miss', spec, entry, network: [grant] });
+      installed = await install(root, key, spec, registry, grant, npmConfig, options, deps);
+      deps.onEvent?.({ type: 'prepare', cache: 'stored', spec, entry });
     }
     return {
       command: [`${inside}/node_modules/.bin/${installed.bin}`, ...parsed.args],

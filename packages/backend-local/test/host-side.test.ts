@@ -4,7 +4,7 @@
  * served by a registry on loopback, installed with `npx -y`, whose install script and server try
  * the attack; and a control that proves the attack code ran.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
   chmodSync,
@@ -432,22 +432,31 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       const entry = join(cache, cacheKey(registry.url, spec));
       mkdirSync(join(entry, 'pkg'), { recursive: true });
       writeFileSync(join(entry, 'install.json'), '{"bin":"../../../bin/sh"}');
-      const result = spawnSync(
-        process.execPath,
-        [
-          BIN,
-          'run',
-          '--backend-option',
-          `npmRegistry=${registry.url}`,
-          '--backend-option',
-          `npmCacheDir=${cache}`,
-          '--',
-          'npx',
-          '-y',
-          spec,
-        ],
-        { input: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n', encoding: 'utf8', timeout: 30_000 },
-      );
+      // Not spawnSync: the registry answers from this process, and the start asks it first (pinning).
+      const result = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+        const child = spawn(
+          process.execPath,
+          [
+            BIN,
+            'run',
+            '--backend-option',
+            `npmRegistry=${registry.url}`,
+            '--backend-option',
+            `npmCacheDir=${cache}`,
+            '--',
+            'npx',
+            '-y',
+            spec,
+          ],
+          { timeout: 30_000 },
+        );
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        child.stdin.end('{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n');
+        child.on('close', (status) => resolve({ status, stderr }));
+      });
       expect(result.status).not.toBe(0);
       expect(result.stderr).toContain(`the install cache entry ${entry} is damaged`);
       expect(existsSync(join(entry, 'install.json'))).toBe(true);

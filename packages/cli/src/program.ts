@@ -5,6 +5,7 @@ import { registerInspectCommand } from './commands/inspect.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerStateCommand } from './commands/state.js';
 import { registerTraceCommand } from './commands/trace.js';
+import { registerUpdateCommand } from './commands/update.js';
 import { registerWrapCommands } from './commands/wrap.js';
 import type { CliOptions } from './options.js';
 import { reportError } from './report.js';
@@ -50,6 +51,7 @@ export function createProgram(options: CliOptions, setExitCode: (code: number) =
   registerDoctorCommand(program, options, setExitCode);
   registerInspectCommand(program, options, setExitCode);
   registerTraceCommand(program, options, setExitCode);
+  registerUpdateCommand(program, options, setExitCode);
   registerStateCommand(program, options, setExitCode);
   return program;
 }

@@ -207,8 +207,17 @@ describe('recognising a wrapped entry', () => {
       },
     ],
     [
-      ['/opt/mcp-sandbox/dist/bin.js', 'run', '--', 'x'],
-      { launcher: ['/opt/mcp-sandbox/dist/bin.js'], runArgs: [], server: ['x'] },
+      ['/opt/build/dist/bin.js', 'run', '--wrapped', '--', 'x'],
+      { launcher: ['/opt/build/dist/bin.js'], runArgs: ['--wrapped'], server: ['x'] },
+    ],
+    [
+      ['node', '/opt/build/dist/bin.js', 'run', '--wrapped', '-b', 'e2b', '--', 'x'],
+      {
+        launcher: ['node', '/opt/build/dist/bin.js'],
+        runArgs: ['--wrapped', '-b', 'e2b'],
+        server: ['x'],
+        backend: 'e2b',
+      },
     ],
     [
       ['C:\\npm\\mcp-sandbox.cmd', 'run', '--', 'x'],
@@ -224,6 +233,10 @@ describe('recognising a wrapped entry', () => {
     [['mcp-sandbox', 'doctor']],
     [['mcp-sandbox', 'run', '--']],
     [['node', 'server.js', 'run']],
+    // A path that merely contains the name is not a launcher; neither is the marker among a server's arguments.
+    [['/opt/mcp-sandbox/dist/bin.js', 'run', '--', 'x']],
+    [['node', '/opt/mcp-sandbox/dist/bin.js', 'run', '--', 'x']],
+    [['node', 'server.js', '--', 'run', '--wrapped']],
   ])('not %j', (argv) => {
     expect(parseWrapped(argv[0] as string, argv.slice(1))).toBeUndefined();
   });

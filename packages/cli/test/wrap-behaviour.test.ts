@@ -188,33 +188,12 @@ describe('wrap', () => {
     expect(readdirSync(dirname(link))).toEqual(['claude_desktop_config.json']);
   });
 
-  it('--launcher path writes the absolute mcp-sandbox found on PATH; a relative launcher is refused', async () => {
+  it('--launcher path writes the absolute mcp-sandbox found on PATH', async () => {
     const file = desktop();
     const bin = join(h.root, 'bin');
     h.put(join(bin, 'mcp-sandbox'), '#!/bin/sh\n');
     chmodSync(join(bin, 'mcp-sandbox'), 0o755);
     h.env.PATH = `${bin}:${h.env.PATH}`;
-    const relative = await h.run([
-      'wrap',
-      '--client',
-      'claude-desktop',
-      '--all',
-      '--launcher',
-      'bin/mcp-sandbox',
-    ]);
-    expect(relative.code).toBe(2);
-    // A launcher ls and unwrap could not recognise is refused.
-    const anonymous = await h.run([
-      'wrap',
-      '--client',
-      'claude-desktop',
-      '--all',
-      '--launcher',
-      '/opt/cli/dist/bin.js',
-    ]);
-    expect(anonymous.code).toBe(2);
-    expect(anonymous.stderr).toContain('must contain "mcp-sandbox"');
-    expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
     const result = await h.run([
       'wrap',
       '--client',
@@ -239,6 +218,55 @@ describe('wrap', () => {
     // ls recognises that launcher too, and unwrap takes it back out.
     const ls = await h.run(['ls', '--client', 'claude-desktop']);
     expect(ls.stdout).toMatch(/memory\s+✓ sandboxed, backend local \(default\)/);
+    await h.run(['unwrap', '--client', 'claude-desktop', '--server', 'memory']);
+    expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
+  });
+
+  it('--launcher takes any executable path (relative ones made absolute) and marks the entry', async () => {
+    const file = desktop();
+    // A local build: nothing in its path says mcp-sandbox.
+    const build = join(h.root, 'project', 'build', 'dist', 'bin.js');
+    h.put(build, '#!/bin/sh\n');
+    const notExecutable = await h.run(['wrap', '--client', 'claude-desktop', '--all', '--launcher', build]);
+    expect(notExecutable.code).toBe(2);
+    expect(notExecutable.stderr).toContain('is not an executable file');
+    expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
+    chmodSync(build, 0o755);
+    const result = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--server',
+      'memory',
+      '--launcher',
+      'build/dist/bin.js',
+    ]);
+    expect(result.code).toBe(0);
+    const value = toValue(parseJsonDocument(readFileSync(file, 'utf8'), { comments: false })) as {
+      mcpServers: { memory: { command: string; args: string[] } };
+    };
+    expect(value.mcpServers.memory.command).toBe(build);
+    expect(value.mcpServers.memory.args).toEqual([
+      'run',
+      '--wrapped',
+      '--',
+      'npx',
+      '-y',
+      '@modelcontextprotocol/server-memory',
+    ]);
+    const ls = await h.run(['ls', '--client', 'claude-desktop']);
+    expect(ls.stdout).toMatch(/memory\s+✓ sandboxed, backend local \(default\)/);
+    // A second wrap leaves it alone, and unwrap takes it back out exactly.
+    const again = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--server',
+      'memory',
+      '--launcher',
+      build,
+    ]);
+    expect(again.stderr).toContain('memory: skipped');
     await h.run(['unwrap', '--client', 'claude-desktop', '--server', 'memory']);
     expect(readFileSync(file, 'utf8')).toBe(fixture('claude-desktop/original.txt'));
   });

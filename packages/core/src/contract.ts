@@ -51,8 +51,16 @@ export interface SandboxSpec {
 export interface MountSpec {
   readonly hostPath: string;
   readonly sandboxPath: string;
-  readonly mode: 'ro' | 'rw';
+  /**
+   * `ro`/`rw`: the host path itself, live. `copy`: a private, writable copy taken when the sandbox
+   * is created (regular files and directories; symlinks are never followed); nothing comes back.
+   * A backend that copies every mount treats all three as copies.
+   */
+  readonly mode: 'ro' | 'rw' | 'copy';
 }
+
+/** Caps on a `copy` mount (those of `mcp-sandbox` 0.2's `--fs`): checked before anything is copied. */
+export const COPY_LIMITS = { maxFiles: 2000, maxBytes: 50 * 1024 * 1024 } as const;
 
 export interface NetworkSpec {
   /** `host`, `host:port` or `*.suffix[:port]`; `*` alone means unrestricted. */

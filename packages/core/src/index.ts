@@ -18,6 +18,7 @@ export {
 export {
   type BackendFactoryOptions,
   type BackendModule,
+  COPY_LIMITS,
   type CreateOptions,
   type ExecOptions,
   type ExitStatus,
@@ -81,6 +82,22 @@ export {
   type StderrLoggerOptions,
   silentLogger,
 } from './logger.js';
+export {
+  defaultPinLockFile,
+  type NpmSelector,
+  type NpxPin,
+  PinChangedError,
+  type PinOptions,
+  type PinUpdate,
+  parseRegistrySpec,
+  pinNpxSpec,
+  RegistryError,
+  type RegistryTrust,
+  type Resolution,
+  readPinLock,
+  resolveFromRegistry,
+  updatePins,
+} from './npx-pin.js';
 export {
   digestTool,
   filePinStore,

@@ -16,6 +16,7 @@ import type { Command } from 'commander';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
+import { sandboxOutput } from '../sandbox-output.js';
 import { addRunOptions, announce, planRun, type RunFlags } from './run.js';
 
 interface InspectFlags extends RunFlags {
@@ -59,18 +60,25 @@ export function registerInspectCommand(
       'after',
       '\nExample:\n  mcp-sandbox inspect -- npx -y @modelcontextprotocol/server-everything',
     )
-    .action(async (command: string[], flags: InspectFlags) => {
-      setExitCode(await inspectAction(command, flags, options));
+    .action(async (command: string[], flags: InspectFlags, cmd: Command) => {
+      setExitCode(
+        await inspectAction(command, flags, options, cmd.getOptionValueSource('backend') === 'cli'),
+      );
     });
 }
 
-async function inspectAction(command: string[], flags: InspectFlags, options: CliOptions): Promise<number> {
+async function inspectAction(
+  command: string[],
+  flags: InspectFlags,
+  options: CliOptions,
+  backendGiven: boolean,
+): Promise<number> {
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
   const net = new SafetyNet(io.faults, logger);
   try {
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
-    const plan = await net.guard(planRun(flags, options, logger));
+    const plan = await net.guard(planRun(flags, options, logger, backendGiven));
     announce(plan, logger);
     // The same bridge as `run`, with the SDK client on the other end of two in-memory pipes.
     const toServer = new PassThrough();
@@ -83,7 +91,7 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
       secrets: plan.allow.secrets,
       input: toServer,
       output: toClient,
-      errorOutput: io.stderr,
+      errorOutput: sandboxOutput(io.stderr),
       logger,
       // Nothing is owed once the report is in; when it is not, a silent program need not be waited for.
       timing: { ...plan.timing, exitGraceMs: 200, drainMs: 1000 },
@@ -143,7 +151,11 @@ async function inspectAction(command: string[], flags: InspectFlags, options: Cl
     if (!report) {
       // A server that could not start keeps the bridge's code (127 not found, 125 sandbox failure,
       // 124 TTL); a program that ran but did not speak MCP is the user's to fix, with exit 1.
-      const bridgeFailed = result.exitCode !== ExitCode.ok && failure?.kind === 'ended';
+      // The bridge answers an initialize in flight when the sandbox fails or the TTL fires: that
+      // answer is not the program's, so the bridge's exit code stands.
+      const bridgeFailed =
+        result.exitCode !== ExitCode.ok &&
+        (failure?.kind === 'ended' || result.reason === 'sandbox-failure' || result.reason === 'ttl');
       if (bridgeFailed) {
         logger.error(`could not inspect the server: ${failure?.message ?? 'it ended'}`);
         return result.exitCode;

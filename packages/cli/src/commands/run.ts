@@ -25,10 +25,14 @@ import {
 } from '@mcpsandbox/core';
 import { type Command, Option } from 'commander';
 import { type BackendRegistry, type BackendScopedFlag, resolveBackend } from '../backends.js';
+import { defaultBackendName, noteDefaultChanged, withE2bFallbackHint } from '../compat.js';
+import { WRAP_MARKER } from '../config/servers.js';
+import { type CopySummary, checkCopy, formatBytes, parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';
 import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
+import { sandboxOutput } from '../sandbox-output.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
 export interface RunFlags {
@@ -41,6 +45,7 @@ export interface RunFlags {
   /** False with --no-host-tls-trust. */
   hostTlsTrust?: boolean;
   mount: string[];
+  fs: string[];
   backendOption: string[];
   template?: string;
   maxMessageSize?: string;
@@ -77,7 +82,7 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
       new Option(
         '-b, --backend <name|module>',
         'backend name, or a path or package exporting createBackend()',
-      ).default(options.defaultBackend),
+      ).default(defaultBackendName(options.io.env, options.defaultBackend)),
     )
     .option(
       '-e, --env <KEY|KEY=value>',
@@ -105,6 +110,12 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
     .option(
       '--mount <host[:inside][:ro|rw]>',
       'make a host path visible inside, read-only by default (repeatable)',
+      collect,
+      [],
+    )
+    .option(
+      '--fs <path[:to]>',
+      'copy a host file or directory in, as a private writable copy (default target /home/user/<name>; repeatable)',
       collect,
       [],
     )
@@ -139,12 +150,22 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
     .option('-q, --quiet', 'print only warnings and errors on stderr');
 }
 
-/** Checks everything the user can get wrong, before any sandbox exists. Throws UsageError. */
-export async function planRun(flags: RunFlags, options: CliOptions, logger: Logger): Promise<RunPlan> {
+/**
+ * Checks everything the user can get wrong, before any sandbox exists. Throws UsageError.
+ * `backendGiven`: whether `--backend` was on the command line (not a default).
+ */
+export async function planRun(
+  flags: RunFlags,
+  options: CliOptions,
+  logger: Logger,
+  backendGiven = true,
+): Promise<RunPlan> {
   const { io } = options;
   const ttlMs = parseDuration(flags.ttl, '--ttl');
   const allow = resolveEnvAllowlist(flags.env, io.env);
   const mounts = flags.mount.map((m) => parseMount(m, io.cwd));
+  const copies = (flags.fs ?? []).map((text) => ({ text, mount: parseFs(text, io.cwd) }));
+  const copied = await Promise.all(copies.map(({ text, mount }) => checkCopy(text, mount)));
   const allowNet = flags.allowNet.map(parseAllowNet);
   const settings: Record<string, string> = Object.fromEntries(flags.backendOption.map(parseSetting));
   if (flags.template) settings.template = flags.template;
@@ -170,12 +191,24 @@ export async function planRun(flags: RunFlags, options: CliOptions, logger: Logg
       ? { pins: filePinStore(resolve(io.cwd, flags.pinTools)), strict: flags.pinToolsStrict ?? false }
       : {}),
   });
-  const backend = await resolveBackend(
-    flags.backend,
-    options.backends,
-    { hostEnv: io.env, logger, settings },
-    io.cwd,
+  noteDefaultChanged(backendGiven, io.env, flags.backend, logger);
+  const backend = withE2bFallbackHint(
+    await resolveBackend(flags.backend, options.backends, { hostEnv: io.env, logger, settings }, io.cwd),
+    io.env,
+    logger,
   );
+  if (copies.length > 0 && (backend.isolation === 'none' || backend.isolation === 'language')) {
+    throw new UsageError(
+      `--fs copies files into the sandbox's own filesystem, and backend ${backend.id} has none; use --backend local or e2b, or --mount`,
+    );
+  }
+  for (const [index, { text, mount }] of copies.entries()) {
+    const c = copied[index] as CopySummary;
+    const links = c.skippedLinks > 0 ? `, ${c.skippedLinks} symlink(s) skipped` : '';
+    logger.info(
+      `--fs ${text}: ${c.files} file(s), ${formatBytes(c.bytes)} copied to ${mount.sandboxPath}${links}`,
+    );
+  }
   warnIgnoredFlags(flags, options.backends, logger);
   const required = flags.requireIsolation as IsolationLevel | undefined;
   if (required && isolationRank(backend.isolation) < isolationRank(required)) {
@@ -192,7 +225,7 @@ export async function planRun(flags: RunFlags, options: CliOptions, logger: Logg
       sessionId: randomUUID(),
       env: allow.env,
       ttlMs,
-      mounts,
+      mounts: [...mounts, ...copies.map((c) => c.mount)],
       ...(allowNet.length > 0 ? { network: { allow: allowNet } } : {}),
     },
     ...(maxLineBytes ? { maxLineBytes } : {}),
@@ -273,6 +306,8 @@ export function registerRunCommand(
       '--kill-grace <duration>',
       `time between SIGTERM and SIGKILL (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.killGraceMs)})`,
     )
+    // wrap's marker for entries whose launcher has a name of the user's choosing; no effect here.
+    .addOption(new Option(WRAP_MARKER, 'marks an entry written by mcp-sandbox wrap').hideHelp())
     .addHelpText(
       'after',
       `
@@ -289,18 +324,23 @@ stdout carries only the protocol; everything else goes to stderr.
 Exit codes: the server's own; 128+N if it died from signal N; 2 usage error;
 124 TTL expired; 125 sandbox failure; 126 cannot execute; 127 command not found.`,
     )
-    .action(async (command: string[], flags: RunFlags) => {
-      setExitCode(await runAction(command, flags, options));
+    .action(async (command: string[], flags: RunFlags, cmd: Command) => {
+      setExitCode(await runAction(command, flags, options, cmd.getOptionValueSource('backend') === 'cli'));
     });
 }
 
-async function runAction(command: string[], flags: RunFlags, options: CliOptions): Promise<number> {
+async function runAction(
+  command: string[],
+  flags: RunFlags,
+  options: CliOptions,
+  backendGiven: boolean,
+): Promise<number> {
   const { io } = options;
   const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
   const net = new SafetyNet(io.faults, logger);
   let trace: TraceSink | undefined;
   try {
-    const plan = await net.guard(planRun(flags, options, logger));
+    const plan = await net.guard(planRun(flags, options, logger, backendGiven));
     if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.allow.secrets });
     announce(plan, logger);
     const session = startBridge({
@@ -311,7 +351,7 @@ async function runAction(command: string[], flags: RunFlags, options: CliOptions
       secrets: plan.allow.secrets,
       input: io.stdin,
       output: io.stdout,
-      errorOutput: io.stderr,
+      errorOutput: sandboxOutput(io.stderr),
       logger,
       ...(trace ? { trace } : {}),
       ...(plan.maxLineBytes ? { maxLineBytes: plan.maxLineBytes } : {}),

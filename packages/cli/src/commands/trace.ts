@@ -13,6 +13,7 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 import type { Command } from 'commander';
+import { describeFormat, traceFormat, upgradeLegacyTrace } from '../legacy-trace.js';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
 import { suggestGrants } from './suggest.js';
@@ -52,12 +53,18 @@ async function traceAction(path: string, flags: TraceFlags, options: CliOptions)
       throw new UsageError(`cannot read trace ${path}: ${(error as Error).message}`, { cause: error });
     }
     if (flags.suggest) return suggest(path, text, options);
-    const summary = summarizeTrace(text);
+    const upgraded = upgradeLegacyTrace(text);
+    const format = traceFormat(upgraded);
+    const summary = summarizeTrace(upgraded.text);
     if (summary.sessions.length === 0 && summary.malformed > 0) {
       throw new UsageError(`${path} is not an mcp-sandbox trace (no record could be read)`);
     }
     // Tool names, methods and commands in a trace come from the server: escaped on the way out.
-    io.stdout.write(flags.json ? `${jsonForTerminal(summary, 2)}\n` : escapeControls(formatSummary(summary)));
+    io.stdout.write(
+      flags.json
+        ? `${jsonForTerminal({ format, ...summary }, 2)}\n`
+        : `format: ${describeFormat(format)}\n${escapeControls(formatSummary(summary))}`,
+    );
     return ExitCode.ok;
   } catch (error) {
     return reportError(error, logger);
@@ -153,7 +160,7 @@ async function follow(path: string, options: CliOptions): Promise<number> {
     }
     const cut = partial.lastIndexOf('\n');
     if (cut === -1) return;
-    const { records, newerVersion } = readTrace(partial.slice(0, cut + 1));
+    const { records, newerVersion } = readTrace(upgradeLegacyTrace(partial.slice(0, cut + 1)).text);
     partial = partial.slice(cut + 1);
     for (const record of records) {
       const line = liveLine(record, pending);

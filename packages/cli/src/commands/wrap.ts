@@ -34,7 +34,8 @@ import {
   writePlan,
 } from '../config/operations.js';
 import { pathMountsFor } from '../config/path-mounts.js';
-import { parseWrapped, type ServerEntry } from '../config/servers.js';
+import { parseWrapped, type ServerEntry, WRAP_MARKER } from '../config/servers.js';
+import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
 import { reportError } from '../report.js';
@@ -121,22 +122,29 @@ export async function resolveLauncher(
     const found = await findOnPath('mcp-sandbox', ctx);
     if (!found) {
       throw new UsageError(
-        '--launcher path: no mcp-sandbox on PATH; install it (npm install -g mcp-sandbox) or give its absolute path',
+        '--launcher path: no mcp-sandbox on PATH; install it (npm install -g mcp-sandbox) or give its path',
       );
     }
     return [found];
   }
+  // Any executable: a global install, a local build's dist/bin.js. The client starts it from a
+  // folder of its own, so the entry gets the absolute path.
   const path = ctx.platform === 'win32' ? win32 : posix;
-  if (!path.isAbsolute(launcher)) {
-    throw new UsageError(`--launcher ${launcher}: expected npx, path, or the absolute path of mcp-sandbox`);
-  }
-  // ls and unwrap find wrapped entries by their launcher: it has to say mcp-sandbox.
-  if (!parseWrapped(launcher, ['run', '--', 'server'])) {
+  const file = path.isAbsolute(launcher) ? launcher : path.resolve(ctx.cwd, launcher);
+  try {
+    await access(file, ctx.platform === 'win32' ? constants.F_OK : constants.X_OK);
+  } catch {
     throw new UsageError(
-      `--launcher ${launcher}: its path must contain "mcp-sandbox" (a symlink named mcp-sandbox will do), so that ls and unwrap recognise wrapped entries`,
+      `--launcher ${launcher}: ${file} is not an executable file; give npx, path, or the path of an mcp-sandbox binary`,
     );
   }
-  return [launcher];
+  return [file];
+}
+
+/** Launchers not known by name get the marker after `run`, so that ls and unwrap find the entry. */
+export function markerFor(launcher: readonly string[]): readonly string[] {
+  const [command = '', ...args] = launcher;
+  return parseWrapped(command, [...args, 'run', '--', 'server']) ? [] : [WRAP_MARKER];
 }
 
 async function findOnPath(name: string, ctx: LocateContext): Promise<string | undefined> {
@@ -232,6 +240,10 @@ function runValue(key: string, value: string, options: CliOptions): string {
     case 'mount': {
       const spec = parseMount(value, cwd);
       return `${spec.hostPath}:${spec.sandboxPath}:${spec.mode}`;
+    }
+    case 'fs': {
+      const spec = parseFs(value, cwd);
+      return `${spec.hostPath}:${spec.sandboxPath}`;
     }
     case 'backendOption':
       parseSetting(value);
@@ -338,7 +350,7 @@ export function registerWrapCommands(
     .addOption(
       new Option(
         '--launcher <npx|path|file>',
-        'how the client starts mcp-sandbox: npx (npx -y mcp-sandbox@<this version>), path (the mcp-sandbox on PATH, as an absolute path), or an absolute path',
+        'how the client starts mcp-sandbox: npx (npx -y mcp-sandbox@<this version>), path (the mcp-sandbox on PATH, as an absolute path), or the path of an mcp-sandbox executable',
       ).default('npx'),
     )
     .option(
@@ -381,10 +393,11 @@ Examples:
         : [];
       const mounts = ignored.includes('--mount') ? undefined : { rw: flags.rw ?? false };
       const keepState = (flags.keepState ?? false) && !ignored.includes('--state');
+      const marked = [...markerFor(launcher), ...runArgs];
       const plan = planWrap(
         config,
         chosen,
-        (entry) => wrapCommandFor(entry, launcher, runArgs, mounts, keepState),
+        (entry) => wrapCommandFor(entry, launcher, marked, mounts, keepState),
         { update: flags.update ?? false },
       );
       report(plan, logger);

@@ -19,7 +19,7 @@ import {
   writeBackup,
 } from './files.js';
 import { type JsonNode, JsonSyntaxError, parseJsonDocument } from './jsonc.js';
-import { listServers, type ServerEntry } from './servers.js';
+import { listServers, type ServerEntry, WRAP_MARKER } from './servers.js';
 
 /** What `run --env` accepts as a variable name. */
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -186,6 +186,7 @@ function droppedOptions(entry: ServerEntry): string[] {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     const value = args[i + 1];
+    if (arg === WRAP_MARKER) continue;
     if ((arg === '--env' || arg === '-e') && value !== undefined && entry.envKeys.includes(value)) {
       i++;
       continue;

@@ -90,6 +90,12 @@ function classify(property: JsonProperty, section: ConfigSection): ServerEntry {
   return { ...base, envKeys, command, args, kind: 'stdio', ...(note ? { note } : {}) };
 }
 
+/**
+ * Written by `wrap` right after `run` when the launcher is a path of the user's choosing: ls and
+ * unwrap recognise the entry by it, whatever the launcher is called. `run` accepts and ignores it.
+ */
+export const WRAP_MARKER = '--wrapped';
+
 /** Run options that take a value (the rest are flags). Kept in step with `run`'s options. */
 const VALUE_OPTIONS = new Set([
   '-b',
@@ -100,6 +106,7 @@ const VALUE_OPTIONS = new Set([
   '--setup',
   '--allow-net',
   '--mount',
+  '--fs',
   '--template',
   '--state',
   '--install-allow-net',
@@ -121,7 +128,11 @@ function baseName(command: string): string {
   return last.replace(/\.(cmd|exe|ps1|bat)$/i, '');
 }
 
-/** Recognises `mcp-sandbox run …`, `npx [-y] mcp-sandbox[@v] run …` and `node …/mcp-sandbox… run …`. */
+/**
+ * Recognises an entry that starts `mcp-sandbox run …`: by its launcher (`mcp-sandbox`, or
+ * `npx [-y] mcp-sandbox[@v]`), or by the marker wrap writes after `run` for any other launcher
+ * (`/opt/build/dist/bin.js run --wrapped …`, `node bin.js run --wrapped …`).
+ */
 export function parseWrapped(command: string, args: readonly string[]): WrappedCommand | undefined {
   const argv = [command, ...args];
   let runAt = -1;
@@ -132,11 +143,12 @@ export function parseWrapped(command: string, args: readonly string[]): WrappedC
     let i = 1;
     while (i < argv.length && (argv[i] as string).startsWith('-')) i++;
     if (/^mcp-sandbox(@[^/\s]*)?$/.test(argv[i] ?? '')) runAt = i + 1;
-  } else if (name === 'node' && /mcp-sandbox/.test(args[0] ?? '')) {
-    runAt = 2;
-  } else if (/mcp-sandbox/.test(command)) {
-    // An absolute launcher such as /opt/mcp-sandbox/bin/cli.js.
-    runAt = 1;
+  }
+  if (runAt === -1) {
+    // Only among the launcher's own words: a server's arguments after "--" never count.
+    const end = argv.indexOf('--');
+    const marked = argv.findIndex((arg, i) => arg === WRAP_MARKER && argv[i - 1] === 'run');
+    if (marked !== -1 && (end === -1 || marked < end)) runAt = marked - 1;
   }
   if (runAt === -1 || argv[runAt] !== 'run') return undefined;
   const runArgs: string[] = [];

@@ -1,0 +1,411 @@
+import { randomUUID } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
+import { dirname, join } from 'node:path';
+import { rootCertificates } from 'node:tls';
+import { SandboxError, UsageError } from './errors.js';
+import type { Logger } from './logger.js';
+
+/**
+ * Pinned `npx -y` installs. A new version of a package people run with `npx -y` is how the
+ * postmark-mcp and axios incidents arrived. On first install the resolved version and npm
+ * integrity of the package are written to a per-user lock file; later starts install exactly
+ * that version, and a different resolution (a new version behind the tag, a changed tarball) is
+ * refused until the user accepts it with `mcp-sandbox update <pkg>`. Only the top-level package
+ * is pinned; its dependencies resolve as npm resolves them.
+ */
+
+export const PIN_LOCK_VERSION = 1;
+
+/** A pinned resolution of one `npx -y` spec from one registry. */
+export interface NpxPin {
+  readonly registry: string;
+  /** The spec as the command gave it: `pkg`, `pkg@latest`, `@scope/pkg@1.2.3`. */
+  readonly spec: string;
+  readonly name: string;
+  readonly version: string;
+  /** npm's `dist.integrity` of that version's tarball (`sha512-…`). */
+  readonly integrity: string;
+  readonly pinnedAt: string;
+}
+
+/** A pinned package resolves differently now: refused until `mcp-sandbox update`. */
+export class PinChangedError extends SandboxError {
+  constructor(message: string) {
+    super('E_PIN_CHANGED', message);
+  }
+}
+
+/** The registry could not be asked, or answered something that is not a valid packument. */
+export class RegistryError extends SandboxError {
+  /** No answer at all (offline), as opposed to an answer that is not a valid packument. */
+  readonly unreachable: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; unreachable?: boolean }) {
+    super('E_REGISTRY', message, options);
+    this.unreachable = options?.unreachable ?? false;
+  }
+}
+
+/** `$MCP_SANDBOX_PIN_LOCK`, else `$XDG_STATE_HOME/mcp-sandbox/npx-lock.json`, else `~/.local/state/…`. */
+export function defaultPinLockFile(env: Readonly<Record<string, string | undefined>>, home: string): string {
+  if (env.MCP_SANDBOX_PIN_LOCK) return env.MCP_SANDBOX_PIN_LOCK;
+  const state = env.XDG_STATE_HOME || join(home, '.local', 'state');
+  return join(state, 'mcp-sandbox', 'npx-lock.json');
+}
+
+const NAME = /^(?:@[A-Za-z0-9][A-Za-z0-9._~-]*\/)?[A-Za-z0-9][A-Za-z0-9._~-]*$/;
+const VERSION = /^\d{1,9}\.\d{1,9}\.\d{1,9}(?:-[0-9A-Za-z.-]{1,64})?(?:\+[0-9A-Za-z.-]{1,64})?$/;
+const TAG = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
+const INTEGRITY = /^sha(?:256|384|512)-[A-Za-z0-9+/]{20,100}={0,2}$/;
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
+
+export type NpmSelector = { readonly kind: 'tag' | 'version'; readonly value: string };
+
+/**
+ * A registry spec (`name`, `name@tag`, `name@1.2.3`), or undefined for what is not a registry
+ * package (a path, a URL, git): those are the user's own or named by address, and not pinned.
+ * A range (`name@^1`) cannot be pinned to one tarball: a UsageError says what to write instead.
+ */
+export function parseRegistrySpec(spec: string): { name: string; selector: NpmSelector } | undefined {
+  if (/^[./~]|^[a-z+]+:|^[^@][^/]*\/[^/]/i.test(spec)) return undefined; // path, URL, git, user/repo
+  const at = spec.indexOf('@', 1);
+  const name = at === -1 ? spec : spec.slice(0, at);
+  const wanted = at === -1 ? 'latest' : spec.slice(at + 1);
+  if (!NAME.test(name)) return undefined;
+  if (VERSION.test(wanted)) return { name, selector: { kind: 'version', value: wanted } };
+  if (TAG.test(wanted)) return { name, selector: { kind: 'tag', value: wanted } };
+  throw new UsageError(
+    `npx -y ${spec}: a version range cannot be pinned; give an exact version (${name}@1.2.3) or a tag (${name}@latest)`,
+  );
+}
+
+export interface Resolution {
+  readonly version: string;
+  readonly integrity: string;
+  /** When that version was published, if the registry says (ISO 8601). */
+  readonly published?: string;
+}
+
+const MAX_PACKUMENT_BYTES = 64 * 2 ** 20;
+
+/**
+ * Asks the registry what `name@selector` is now. The answer is parsed in full and every value
+ * taken from it checked against a strict pattern before use: nothing the registry sends reaches
+ * a terminal or a path unchecked.
+ */
+export async function resolveFromRegistry(
+  registry: string,
+  name: string,
+  selector: NpmSelector,
+  options: { full?: boolean; timeoutMs?: number; trust?: RegistryTrust } = {},
+): Promise<Resolution> {
+  const url = new URL(name.replace('/', '%2f'), registry.endsWith('/') ? registry : `${registry}/`);
+  let body: unknown;
+  try {
+    const text = await getText(
+      url,
+      options.full
+        ? 'application/json'
+        : 'application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8',
+      options.timeoutMs ?? 30_000,
+      options.trust ?? {},
+    );
+    body = JSON.parse(text);
+  } catch (error) {
+    const unreachable = !(error instanceof SyntaxError) && !/^HTTP |too large/.test((error as Error).message);
+    throw new RegistryError(`cannot ask ${registry} about ${name}: ${(error as Error).message}`, {
+      cause: error,
+      unreachable,
+    });
+  }
+  const doc = body as {
+    'dist-tags'?: Record<string, unknown>;
+    versions?: Record<string, { dist?: { integrity?: unknown } }>;
+    time?: Record<string, unknown>;
+  };
+  const version = selector.kind === 'version' ? selector.value : doc?.['dist-tags']?.[selector.value];
+  if (typeof version !== 'string' || !VERSION.test(version)) {
+    throw new RegistryError(`${registry} has no valid version of ${name} for ${selector.value}`);
+  }
+  const integrity = doc.versions?.[version]?.dist?.integrity;
+  if (typeof integrity !== 'string' || !INTEGRITY.test(integrity)) {
+    throw new RegistryError(`${registry} gives no valid integrity for ${name}@${version}`);
+  }
+  const published = doc.time?.[version];
+  return {
+    version,
+    integrity,
+    ...(typeof published === 'string' && ISO_DATE.test(published) ? { published } : {}),
+  };
+}
+
+/** The TLS trust npm itself would use for the registry (its cafile, NODE_EXTRA_CA_CERTS, strict-ssl). */
+export interface RegistryTrust {
+  /** PEM files trusted on top of Node's own roots. */
+  readonly caFiles?: readonly (string | undefined)[];
+  /** `false` only when npm's `strict-ssl` is off. */
+  readonly strictSsl?: boolean;
+}
+
+/** One GET, no redirects, bounded in size and time; the CA files npm trusts are trusted here too. */
+function getText(url: URL, accept: string, timeoutMs: number, trust: RegistryTrust): Promise<string> {
+  const extra = (trust.caFiles ?? []).flatMap((file) => {
+    if (!file) return [];
+    try {
+      return [readFileSync(file, 'utf8')];
+    } catch {
+      return [];
+    }
+  });
+  const get = url.protocol === 'http:' ? httpGet : httpsGet;
+  return new Promise((resolve, reject) => {
+    const request = get(
+      url,
+      {
+        headers: { accept },
+        timeout: timeoutMs,
+        ...(url.protocol === 'https:'
+          ? {
+              ...(extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {}),
+              rejectUnauthorized: trust.strictSsl !== false,
+            }
+          : {}),
+      },
+      (response) => {
+        if (response.statusCode !== 200) {
+          response.resume();
+          reject(new Error(`HTTP ${response.statusCode}`));
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_PACKUMENT_BYTES) {
+            request.destroy(new Error('the answer is too large'));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        response.on('error', reject);
+      },
+    );
+    request.on('timeout', () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    request.on('error', reject);
+  });
+}
+
+interface LockFile {
+  v: number;
+  pins: NpxPin[];
+}
+
+/** Reads the lock file in full; a missing file is empty, a damaged one is an error (fail closed). */
+export function readPinLock(file: string): LockFile {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { v: PIN_LOCK_VERSION, pins: [] };
+    throw new UsageError(`cannot read the pin lock ${file}: ${(error as Error).message}`, { cause: error });
+  }
+  let text: string;
+  try {
+    const size = fstatSync(fd).size;
+    if (size > 16 * 2 ** 20) throw new UsageError(`the pin lock ${file} is too large`);
+    const buffer = Buffer.alloc(size);
+    let read = 0;
+    while (read < size) {
+      const n = readSync(fd, buffer, read, size - read, read);
+      if (n === 0) break;
+      read += n;
+    }
+    text = buffer.subarray(0, read).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+  const fail = () =>
+    new UsageError(`the pin lock ${file} is damaged; fix or remove it (every package is then pinned anew)`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw fail();
+  }
+  const lock = value as Partial<LockFile> | null;
+  if (!lock || lock.v !== PIN_LOCK_VERSION || !Array.isArray(lock.pins)) throw fail();
+  for (const pin of lock.pins) {
+    const ok =
+      pin &&
+      typeof pin.registry === 'string' &&
+      typeof pin.spec === 'string' &&
+      typeof pin.name === 'string' &&
+      NAME.test(pin.name) &&
+      typeof pin.version === 'string' &&
+      VERSION.test(pin.version) &&
+      typeof pin.integrity === 'string' &&
+      INTEGRITY.test(pin.integrity) &&
+      typeof pin.pinnedAt === 'string';
+    if (!ok) throw fail();
+  }
+  return { v: PIN_LOCK_VERSION, pins: lock.pins };
+}
+
+/** Re-reads, changes and replaces the lock file atomically (0600, in a 0700 directory). */
+export function updatePinLock(file: string, change: (pins: NpxPin[]) => NpxPin[]): void {
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const pins = change(readPinLock(file).pins);
+  const temp = `${file}.${randomUUID()}.tmp`;
+  writeFileSync(temp, `${JSON.stringify({ v: PIN_LOCK_VERSION, pins }, null, 2)}\n`, {
+    mode: 0o600,
+    flag: 'wx',
+  });
+  renameSync(temp, file);
+}
+
+const sameKey = (pin: NpxPin, registry: string, spec: string) =>
+  pin.registry === registry && pin.spec === spec;
+
+export interface PinOptions {
+  readonly registry: string;
+  readonly lockFile: string;
+  readonly logger?: Logger;
+  readonly trust?: RegistryTrust;
+}
+
+/**
+ * The hook a backend calls before it installs `npx -y <spec>`: returns the exact spec to install
+ * (`name@version`), pinning it on first use and refusing a changed resolution. Specs that are not
+ * registry packages come back unchanged.
+ */
+export async function pinNpxSpec(spec: string, options: PinOptions): Promise<string> {
+  const parsed = parseRegistrySpec(spec);
+  if (!parsed) return spec;
+  const { registry, lockFile, logger, trust } = options;
+  const pinned = readPinLock(lockFile).pins.find((pin) => sameKey(pin, registry, spec));
+  let now: Resolution;
+  try {
+    now = await resolveFromRegistry(registry, parsed.name, parsed.selector, trust ? { trust } : {});
+  } catch (error) {
+    // Offline with a pin: its version is what would be installed anyway (or is cached). An
+    // answer that is not a valid packument is no reason to skip the check: that fails closed.
+    if (pinned && error instanceof RegistryError && error.unreachable) {
+      logger?.warn(`${error.message}; using the pinned ${pinned.name}@${pinned.version}`);
+      return `${pinned.name}@${pinned.version}`;
+    }
+    throw error;
+  }
+  const update = `mcp-sandbox update ${parsed.name}`;
+  if (!pinned) {
+    updatePinLock(lockFile, (pins) => [
+      ...pins.filter((pin) => !sameKey(pin, registry, spec)),
+      {
+        registry,
+        spec,
+        name: parsed.name,
+        version: now.version,
+        integrity: now.integrity,
+        pinnedAt: new Date().toISOString(),
+      },
+    ]);
+    logger?.info(
+      `pinned ${parsed.name}@${now.version} (${short(now.integrity)}) in ${lockFile}; later starts install exactly this until ${update}`,
+    );
+  } else if (pinned.version !== now.version) {
+    throw new PinChangedError(
+      `${spec} now resolves to ${parsed.name}@${now.version}${when(now.published)}, but ${pinned.version} is pinned: ` +
+        `refusing a version you have not accepted. Review it, then run ${update}`,
+    );
+  } else if (pinned.integrity !== now.integrity) {
+    throw new PinChangedError(
+      `${registry} now serves a different tarball for ${parsed.name}@${now.version} (${short(now.integrity)}, ` +
+        `pinned ${short(pinned.integrity)}): refusing it. If you trust the change, run ${update}`,
+    );
+  }
+  return `${parsed.name}@${now.version}`;
+}
+
+export interface PinUpdate {
+  readonly spec: string;
+  readonly registry: string;
+  readonly name: string;
+  readonly from: { readonly version: string; readonly integrity: string; readonly published?: string };
+  readonly to: Resolution;
+}
+
+/**
+ * `mcp-sandbox update <pkg>`: resolves every pin of `name` again (with publish dates), re-pins
+ * each to what the registry serves now, and returns what changed.
+ */
+export async function updatePins(
+  name: string,
+  lockFile: string,
+  trust: RegistryTrust = {},
+): Promise<PinUpdate[]> {
+  const pins = readPinLock(lockFile).pins.filter((pin) => pin.name === name);
+  const updates: PinUpdate[] = [];
+  for (const pin of pins) {
+    const parsed = parseRegistrySpec(pin.spec);
+    if (!parsed) continue;
+    const to = await resolveFromRegistry(pin.registry, pin.name, parsed.selector, { full: true, trust });
+    let fromPublished: string | undefined;
+    if (pin.version !== to.version) {
+      fromPublished = (
+        await resolveFromRegistry(
+          pin.registry,
+          pin.name,
+          { kind: 'version', value: pin.version },
+          { full: true },
+        ).catch(() => undefined)
+      )?.published;
+    } else {
+      fromPublished = to.published;
+    }
+    updates.push({
+      spec: pin.spec,
+      registry: pin.registry,
+      name: pin.name,
+      from: {
+        version: pin.version,
+        integrity: pin.integrity,
+        ...(fromPublished ? { published: fromPublished } : {}),
+      },
+      to,
+    });
+  }
+  updatePinLock(lockFile, (current) =>
+    current.map((pin) => {
+      const found = updates.find((u) => sameKey(pin, u.registry, u.spec));
+      return found
+        ? {
+            ...pin,
+            version: found.to.version,
+            integrity: found.to.integrity,
+            pinnedAt: new Date().toISOString(),
+          }
+        : pin;
+    }),
+  );
+  return updates;
+}
+
+function short(integrity: string): string {
+  return `${integrity.slice(0, 19)}…`;
+}
+
+function when(published: string | undefined): string {
+  return published ? ` (published ${published.slice(0, 10)})` : '';
+}
