@@ -21,9 +21,11 @@ describe('descriptors the bridge inherits', () => {
     });
     const [code] = (await once(child, 'close')) as [number | null];
     expect(code).toBe(0);
+    // The sandbox's stderr lines come with a `[sandbox] ` prefix.
     const inside = stderr
       .split('\n')
-      .filter((line) => /^\d+$/.test(line.trim()))
+      .map((line) => /^(?:\[sandbox\] )?(\d+)$/.exec(line.trim())?.[1])
+      .filter((fd) => fd !== undefined)
       .map(Number);
     expect(inside).toContain(2);
     expect(inside).not.toContain(LEAKED);
