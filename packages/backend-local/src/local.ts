@@ -197,7 +197,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const found = await probe();
       createOptions?.signal?.throwIfAborted();
       const grants = parseGrants(spec.network?.allow);
-      checkMounts(spec.mounts ?? [], hiddenRoots(hostEnv.HOME ?? homedir()));
+      checkMounts(spec.mounts ?? []);
       const limits = planLimits(spec.limits, {
         prlimit: found.prlimitPath !== undefined,
         defaultMaxProcesses:
@@ -271,10 +271,10 @@ export function defaultNpmCache(
 }
 
 /**
- * Mount grants must name an existing host path and a place bwrap can create inside: an existing
- * path, or one under a hidden (empty, tmpfs) directory. The read-only system cannot grow new ones.
+ * Mount grants must name an existing host path and an absolute place inside; `systemView` makes
+ * room for a target the read-only system lacks. The sandbox's own /, /proc and /dev are refused.
  */
-export function checkMounts(mounts: readonly MountSpec[], roots: readonly string[]): void {
+export function checkMounts(mounts: readonly MountSpec[]): void {
   for (const mount of mounts) {
     if (!isAbsolute(mount.hostPath) || !isAbsolute(mount.sandboxPath)) {
       throw new UsageError(`mount paths must be absolute: ${mount.hostPath} -> ${mount.sandboxPath}`);
