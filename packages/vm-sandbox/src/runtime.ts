@@ -9,8 +9,10 @@
  * entry throws is dropped unread.
  */
 import type * as VmModule from 'node:vm';
+import type { Budgets } from './gate.js';
 
-export interface RuntimeConfig {
+/** With the budgets of gate.ts, which the parent enforces again. */
+export interface RuntimeConfig extends Budgets {
   /** The bootstrap function's source text (compiled inside the context). */
   readonly bootstrapSource: string;
   /** JSON text of the {@link BootstrapConfig}. */
@@ -24,16 +26,6 @@ export interface RuntimeConfig {
   readonly allowWasm: boolean;
   readonly maxMessageBytes: number;
   readonly maxTimers: number;
-  /** The budgets (see `Budgets` in gate.ts; the parent enforces them again). */
-  readonly maxLogEvents: number;
-  readonly maxLogBytes: number;
-  readonly maxErrorEvents: number;
-  readonly maxErrorBytes: number;
-  readonly maxCallsInFlight: number;
-  readonly maxCallBytesInFlight: number;
-  readonly maxRegistrations: number;
-  readonly maxRegistrationBytes: number;
-  readonly maxOutBytes: number;
 }
 
 /** What the sandbox says to its host; every field is a primitive. */
