@@ -6,7 +6,7 @@ const MAX_LINE_BYTES = 16 * 1024;
 
 /**
  * Relays what an install step prints to the host's stderr the way server stderr is relayed:
- * whole lines, control characters removed, granted secrets redacted, and each line in the trace
+ * whole lines, control characters escaped, granted secrets redacted, and each line in the trace
  * (as a sandbox `install-output` event).
  */
 export class OutputRelay {
@@ -19,9 +19,10 @@ export class OutputRelay {
     redact: (text: string) => string,
   ) {
     const emit = (text: string) => {
-      const line = redact(stripControl(text.replace(/\r?\n$/, '')));
+      // The trace keeps the line as it was (secrets redacted); the terminal sees it escaped.
+      const line = redact(text.replace(/\r?\n$/, ''));
       onEvent?.({ type: 'install-output', text: line });
-      write(Buffer.from(`${line}\n`));
+      write(Buffer.from(`${stripControl(line)}\n`));
     };
     this.#handler = {
       line: (line) => emit(line.toString()),
