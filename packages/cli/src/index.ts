@@ -6,7 +6,7 @@ export {
 } from './backends.js';
 export { DOCTOR_UNUSABLE_EXIT } from './commands/doctor.js';
 export { addRunOptions, announce, planRun, type RunFlags, type RunPlan } from './commands/run.js';
-export { STATE_NOT_FOUND_EXIT, type StateEntry, type StateStore } from './commands/state.js';
+export { STATE_NOT_FOUND_EXIT } from './commands/state.js';
 export {
   CONFIG_ERROR_EXIT,
   type ListedConfig,
@@ -53,3 +53,4 @@ export { parseAllowNet, parseMount, parseSize } from './parse.js';
 export { createProgram, runCli } from './program.js';
 export { reportError } from './report.js';
 export { CRASH_DEADLINE_MS, HostFaultError, SafetyNet } from './safety-net.js';
+export type { StateEntry, StateStore } from './state-store.js';

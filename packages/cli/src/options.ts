@@ -1,8 +1,8 @@
 import type { Readable, Writable } from 'node:stream';
 import type { StopSignal } from '@mcpsandbox/core';
 import type { BackendRegistry } from './backends.js';
-import type { StateStore } from './commands/state.js';
 import type { DoctorSetup } from './doctor/types.js';
+import type { StateStore } from './state-store.js';
 
 export interface SignalSource {
   on(signal: StopSignal, listener: () => void): unknown;

@@ -9,7 +9,7 @@
  * entry throws is dropped unread.
  */
 import type * as VmModule from 'node:vm';
-import type { Budgets } from './gate.js';
+import type { Budgets } from './budgets.js';
 
 /** With the budgets of gate.ts, which the parent enforces again. */
 export interface RuntimeConfig extends Budgets {

@@ -1,9 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { type Logger, type SandboxBackend, silentLogger, UsageError } from '@mcpsandbox/core';
+import { type Budgets, DEFAULT_BUDGETS } from './budgets.js';
 import { bootstrapSource } from './child.js';
 import type { BootstrapConfig } from './context-bootstrap.js';
 import { type CopyLimits, describeHostError, parseUntrusted, serializeForSandbox } from './copy.js';
-import { type Budgets, DEFAULT_BUDGETS, EventGate } from './gate.js';
+import { EventGate } from './gate.js';
 import { prepareApp, prepareHelper } from './prepare.js';
 import type { EngineEvent, HostMessage, RuntimeConfig } from './runtime.js';
 import {

@@ -2,22 +2,7 @@ import { createStderrLogger, UsageError } from '@mcpsandbox/core';
 import type { Command } from 'commander';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
-
-/** A server's kept writes (`run --state <name>`), as one backend stores them. */
-export interface StateEntry {
-  readonly name: string;
-  readonly path: string;
-  readonly bytes: number;
-  readonly files: number;
-  readonly modified: Date;
-}
-
-/** Where named state lives and how to list and remove it; `apps/cli` wires the local backend's. */
-export interface StateStore {
-  list(): Promise<{ readonly root: string; readonly states: readonly StateEntry[] }>;
-  /** `removed` is false when there was no such state. Throws a SandboxError when it is in use. */
-  remove(name: string): Promise<{ readonly root: string; readonly removed: boolean }>;
-}
+import type { StateStore } from '../state-store.js';
 
 /** Exit code of `state rm` for a name that does not exist. */
 export const STATE_NOT_FOUND_EXIT = 1;
