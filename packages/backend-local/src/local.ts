@@ -30,6 +30,7 @@ import {
   type MountSpec,
   type PrepareOptions,
   pinNpxSpec,
+  type RegistryTrust,
   type Sandbox,
   type SandboxBackend,
   type SandboxEvent,
@@ -44,6 +45,7 @@ import { copyIn } from './copy-in.js';
 import { DenialReporter, SyntheticNames } from './egress.js';
 import { type NetGrant, parseGrant } from './grants.js';
 import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
+import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install-worker.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import { unwritableMountWarnings } from './mount-access.js';
 import { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
@@ -88,6 +90,13 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly tmpSizeBytes?: number;
   /** Size cap of the in-memory `/dev/shm` of each command `exec` starts (default 256 MiB). */
   readonly shmSizeBytes?: number;
+  /** `--install-env`: variables for the npx install step only, never the server (also setting `installEnv`, JSON). */
+  readonly installEnv?: Readonly<Record<string, string>>;
+  /**
+   * Install in this process, with the spec as given (no pinning): the background install worker
+   * itself. Otherwise a first install runs in a detached worker that outlives an abandoned start.
+   */
+  readonly inlineInstall?: boolean;
   /** Replaces the start-up probe (diagnostics and tests). */
   readonly probe?: () => Promise<LocalSandboxInfo>;
   /** Replaces DNS for the egress proxy (tests). */
@@ -138,6 +147,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
   // `--install-allow-net`: hosts the npx install step may reach besides the registry.
   const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
   for (const host of installHosts) parseGrant(host);
+  const installEnv = options.installEnv ?? parseInstallEnv(settings.installEnv);
   const settingSize = (key: string): number | undefined => {
     const value = settings[key];
     if (value === undefined) return undefined;
@@ -216,6 +226,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
         hostEnv,
         ...(installHosts.length > 0 ? { installHosts } : {}),
+        ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
         ...((options.npmRegistry ?? settings.npmRegistry)
           ? { registry: options.npmRegistry ?? settings.npmRegistry }
           : {}),
@@ -239,6 +250,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
         shmSize,
         npm,
         logger,
+        inlineInstall: options.inlineInstall === true,
+        ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
         ...(options.resolve ? { resolve: options.resolve } : {}),
         ...(options.dial ? { dial: options.dial } : {}),
         ...(trust ? { tlsTrust: trust } : {}),
@@ -254,6 +267,30 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       return sandbox;
     },
   };
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The `installEnv` setting: a JSON object of variable names to string values. */
+function parseInstallEnv(text: string | undefined): Record<string, string> {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  const valid =
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.entries(value).every(([name, v]) => ENV_NAME.test(name) && typeof v === 'string');
+  if (!valid) {
+    throw new UsageError(
+      'backend option installEnv must be a JSON object of variable names to strings; use --install-env KEY=value',
+    );
+  }
+  return { ...(value as Record<string, string>) };
 }
 
 /**
@@ -349,6 +386,9 @@ interface SandboxConfig {
   readonly dial?: Dialer;
   readonly tlsTrust?: TlsTrust;
   readonly denialHints: boolean;
+  /** The background install worker itself: install here, no pinning (see LocalBackendOptions). */
+  readonly inlineInstall: boolean;
+  readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
 }
 
 /** Internal extras for one exec: install steps bind their cache entry read-write. */
@@ -479,18 +519,44 @@ class LocalSandbox implements Sandbox {
 
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
     this.#assertOpen();
+    const inline = this.#config.inlineInstall;
+    const worker = inline ? undefined : installWorkerPath();
+    const npm = this.#config.npm;
     const result = await prepareNpx(command, options, {
-      cache: this.#config.npm,
+      cache: npm,
       runAs: this.#config.info.runAs,
       onEvent: this.#config.spec.onEvent,
       logger: this.#config.logger,
-      pin: (spec, registry, trust) =>
-        pinNpxSpec(spec, {
-          registry,
-          trust,
-          lockFile: defaultPinLockFile(this.#config.hostEnv, this.#config.hostHome),
-          logger: this.#config.logger,
-        }),
+      // The worker gets the spec already pinned by the start that asked for it.
+      ...(inline
+        ? {}
+        : {
+            pin: (spec: string, registry: string, trust: RegistryTrust) =>
+              pinNpxSpec(spec, {
+                registry,
+                trust,
+                lockFile: defaultPinLockFile(this.#config.hostEnv, this.#config.hostHome),
+                logger: this.#config.logger,
+              }),
+          }),
+      ...(worker
+        ? {
+            background: (spec: string, registry: string) =>
+              startInstallWorker(
+                worker,
+                {
+                  spec,
+                  registry,
+                  cacheRoot: npm.cacheRoot,
+                  installHosts: npm.installHosts ?? [],
+                  installEnv: npm.installEnv ?? {},
+                  deadlineMs: INSTALL_DEADLINE_MS,
+                  ...(this.#config.runAsWhenRoot ? { runAsWhenRoot: this.#config.runAsWhenRoot } : {}),
+                },
+                this.#config.hostEnv,
+              ),
+          }
+        : {}),
       install: (argv, binds, network, env, onEvent) =>
         this.spawn(argv, { network, env }, { binds, install: true, onEvent }),
     });

@@ -27,6 +27,7 @@ import {
   writeFileAt,
 } from './host-fs.js';
 import { InstallReport } from './install-report.js';
+import type { StartedWorker } from './install-worker.js';
 import type { Bind } from './view.js';
 
 export const DEFAULT_NPM_REGISTRY = 'https://registry.npmjs.org/';
@@ -44,6 +45,8 @@ export interface NpxCacheOptions {
   readonly installHosts?: readonly string[];
   /** Where the output of a failed install is kept for the user (default: `logs` next to the cache root). */
   readonly logDir?: string;
+  /** `--install-env`: variables the install step (only) gets, never the server. */
+  readonly installEnv?: Readonly<Record<string, string>>;
 }
 
 export interface NpxCommand {
@@ -121,6 +124,11 @@ export interface NpxDeps {
     env: Readonly<Record<string, string>>,
     onEvent: (event: SandboxEvent) => void,
   ) => Promise<SpawnedProcess>;
+  /**
+   * Runs the install in a detached process of its own (see install-worker.ts) so that a start
+   * the client abandons still completes it; absent: in this process.
+   */
+  readonly background?: (spec: string, registry: string) => StartedWorker;
 }
 
 /**
@@ -213,10 +221,16 @@ export async function prepareNpx(
       const registryUrl = new URL(registry);
       const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
       const grant = `${registryUrl.hostname}:${port}`;
-      say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
-      deps.onEvent?.({ type: 'prepare', cache: 'miss', spec, entry, network: [grant] });
-      installed = await install(root, key, spec, registry, grant, npmConfig, options, deps);
-      deps.onEvent?.({ type: 'prepare', cache: 'stored', spec, entry });
+      installed = await waitForOthers(root, key, options, say);
+      if (installed) deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
+      else {
+        say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
+        deps.onEvent?.({ type: 'prepare', cache: 'miss', spec, entry, network: [grant] });
+        installed = deps.background
+          ? await installInBackground(root, key, spec, registry, options, deps.background)
+          : await install(root, key, spec, registry, grant, npmConfig, options, deps);
+        deps.onEvent?.({ type: 'prepare', cache: 'stored', spec, entry });
+      }
     }
     return {
       command: [`${inside}/node_modules/.bin/${installed.bin}`, ...parsed.args],
@@ -284,7 +298,10 @@ async function install(
     for (const file of [npmConfig.cafile, extraCa]) {
       if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
     }
-    const env: Record<string, string> = extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {};
+    const env: Record<string, string> = {
+      ...deps.cache.installEnv,
+      ...(extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {}),
+    };
     const report = new InstallReport();
     const extra = deps.cache.installHosts ?? [];
     const proc = await deps.install(argv, binds, { allow: [grant, ...extra] }, env, (event) =>
@@ -336,6 +353,94 @@ async function install(
     closeDir(prefix);
     closeDir(staging);
   }
+}
+
+/**
+ * Another start (or its background install) is installing the same entry: wait for it rather
+ * than download the same packages again beside it. Undefined when no live install of the key
+ * is left and the entry is still missing: then this start installs.
+ */
+async function waitForOthers(
+  root: OpenDir,
+  key: string,
+  options: PrepareOptions,
+  say: (text: string) => void,
+): Promise<Installed | undefined> {
+  let told = false;
+  for (;;) {
+    const installed = readEntry(root, key);
+    if (installed) return installed;
+    const owner = liveInstaller(root, key);
+    // Gone: finished (renamed into place just now) or died; read once more to tell which.
+    if (owner === undefined) return readEntry(root, key);
+    if (!told) say(`waiting for the install of this package already under way (process ${owner})`);
+    told = true;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    options.signal?.throwIfAborted();
+  }
+}
+
+/** The pid of a live process installing `key` (from its staging directory's owner file), if any. */
+function liveInstaller(root: OpenDir, key: string): number | undefined {
+  const uid = process.getuid?.() ?? 0;
+  for (const name of readdirSync(`/proc/self/fd/${root.fd}`)) {
+    if (!name.startsWith(`${key}.tmp-`)) continue;
+    const dir = openDirAt(root, name);
+    try {
+      if (!dir || dir.stat.uid !== uid || (dir.stat.mode & 0o022) !== 0) continue;
+      const pid = readFileAt(dir, [OWNER], 32)?.toString('latin1') ?? '';
+      if (/^[1-9]\d{0,9}$/.test(pid) && processExists(Number(pid))) return Number(pid);
+    } catch {
+      // changed meanwhile: not a live install
+    } finally {
+      closeDir(dir);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The install in a detached worker: its output is shown while this start waits; if this start
+ * is abandoned (the signal fires), the worker goes on alone and the next start is warm.
+ */
+async function installInBackground(
+  root: OpenDir,
+  key: string,
+  spec: string,
+  registry: string,
+  options: PrepareOptions,
+  start: (spec: string, registry: string) => StartedWorker,
+): Promise<Installed> {
+  const worker = start(spec, registry);
+  const forward = (async () => {
+    try {
+      for await (const chunk of worker.stderr) options.stderr(chunk);
+    } catch {
+      // detached
+    }
+  })();
+  const aborted = new Promise<'aborted'>((resolve) => {
+    if (options.signal?.aborted) resolve('aborted');
+    options.signal?.addEventListener('abort', () => resolve('aborted'), { once: true });
+  });
+  const result = await Promise.race([worker.result, aborted]);
+  if (result === 'aborted') {
+    worker.detach();
+    options.signal?.throwIfAborted();
+    throw new SandboxFailureError('the start was abandoned', { code: 'E_PREPARE' });
+  }
+  await forward;
+  if (!result.ok) {
+    if (result.code === 'E_SETUP_FAILED') throw new SetupFailedError(result.message, result.exitCode ?? null);
+    throw new SandboxFailureError(result.message, { code: 'E_PREPARE' });
+  }
+  const installed = readEntry(root, key);
+  if (!installed) {
+    throw new SandboxFailureError(`the install of ${spec} ended, but its cache entry is not complete`, {
+      code: 'E_PREPARE',
+    });
+  }
+  return installed;
 }
 
 /**

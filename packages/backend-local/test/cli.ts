@@ -63,6 +63,8 @@ export interface Registry {
   readonly url: string;
   /** Bodies the hostile install script posted to /beacon. */
   readonly beacons: Array<Record<string, unknown>>;
+  /** How many times the package's tarball was served. */
+  readonly tarballs: () => number;
   close(): Promise<void>;
 }
 
@@ -77,6 +79,7 @@ export async function startRegistry(
   name: string = HOSTILE_PACKAGE,
 ): Promise<Registry> {
   const beacons: Array<Record<string, unknown>> = [];
+  let tarballs = 0;
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
   const url = `http://127.0.0.2:${(server.address() as { port: number }).port}/`;
@@ -118,6 +121,7 @@ export async function startRegistry(
       response.setHeader('content-type', 'application/json');
       response.end(JSON.stringify(packument));
     } else if (path === tarballPath) {
+      tarballs++;
       response.setHeader('content-type', 'application/octet-stream');
       response.end(tarball);
     } else {
@@ -128,6 +132,7 @@ export async function startRegistry(
   return {
     url,
     beacons,
+    tarballs: () => tarballs,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

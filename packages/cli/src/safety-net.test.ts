@@ -17,6 +17,7 @@ function fakeSession(closesAfterCrash: boolean): BridgeSession & { crashed: unkn
   const crashed: unknown[] = [];
   return {
     done,
+    started: Promise.resolve(true),
     crashed,
     stop: () => finish({ exitCode: 130, reason: 'signal' }),
     crash: (error) => {

@@ -82,6 +82,11 @@ export type StopSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
 
 export interface BridgeSession {
   readonly done: Promise<BridgeResult>;
+  /**
+   * Settles once the server's process has started (after the sandbox, setup steps and any
+   * install), or the session ended first: true when the server started.
+   */
+  readonly started: Promise<boolean>;
   /** Ends the session as if the bridge received `signal`. Idempotent. */
   stop(signal: StopSignal): void;
   /**
@@ -100,6 +105,7 @@ export function startBridge(options: BridgeOptions): BridgeSession {
   const bridge = new Bridge(options);
   return {
     done: bridge.done,
+    started: bridge.started,
     stop: (signal) => bridge.stop(signal),
     crash: (error) => bridge.crash(error),
   };
@@ -113,6 +119,9 @@ const LARGE_LINE_BYTES = 64 * 1024;
 
 class Bridge {
   readonly done: Promise<BridgeResult>;
+  get started(): Promise<boolean> {
+    return this.#ready.promise.then((proc) => proc !== null);
+  }
   readonly #o: BridgeOptions;
   readonly #timing: ShutdownTiming;
   readonly #redact: Redactor;

@@ -28,6 +28,8 @@ export function looksSecret(name: string): boolean {
 export function resolveEnvAllowlist(
   entries: readonly string[],
   hostEnv: Readonly<Record<string, string | undefined>>,
+  /** The flag the entries came from, for the messages. */
+  flag = '--env',
 ): EnvAllowlist {
   const env: Record<string, string> = {};
   for (const entry of entries) {
@@ -35,7 +37,7 @@ export function resolveEnvAllowlist(
     const name = eq === -1 ? entry : entry.slice(0, eq);
     if (!NAME.test(name)) {
       throw new UsageError(
-        `--env ${JSON.stringify(entry)}: "${name}" is not a variable name (use KEY or KEY=value)`,
+        `${flag} ${JSON.stringify(entry)}: "${name}" is not a variable name (use KEY or KEY=value)`,
       );
     }
     if (eq !== -1) {
@@ -45,7 +47,7 @@ export function resolveEnvAllowlist(
     const value = hostEnv[name];
     if (value === undefined) {
       throw new UsageError(
-        `--env ${name}: ${name} is not set here; export it first, or pass --env ${name}=<value>`,
+        `${flag} ${name}: ${name} is not set here; export it first, or pass ${flag} ${name}=<value>`,
       );
     }
     env[name] = value;

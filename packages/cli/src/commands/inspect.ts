@@ -55,7 +55,11 @@ export function registerInspectCommand(
     .passThroughOptions();
   addRunOptions(inspect, options)
     .option('--json', 'print the report as JSON')
-    .option('--timeout <duration>', 'how long the server may take to answer initialize', '30s')
+    .option(
+      '--timeout <duration>',
+      'how long the server may take to answer initialize, counted from its start (after any install)',
+      '30s',
+    )
     .addHelpText(
       'after',
       '\nExample:\n  mcp-sandbox inspect -- npx -y @modelcontextprotocol/server-everything',
@@ -113,7 +117,9 @@ async function inspectAction(
     });
     let report: ServerReport | undefined;
     let failure: InspectFailure | undefined;
-    const limit = startTimer(timeoutMs);
+    // --timeout is the server's: it starts once the server runs, after the sandbox's setup and
+    // any first install (which may take longer than a server may to answer).
+    const limit = startTimer(timeoutMs, session.started);
     try {
       await Promise.race([
         client.connect(transport),
@@ -191,13 +197,23 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function startTimer(ms: number): { expired: Promise<void>; cancel: () => void } {
+function startTimer(ms: number, after: Promise<unknown>): { expired: Promise<void>; cancel: () => void } {
   let timer: NodeJS.Timeout | undefined;
+  let cancelled = false;
   const expired = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
+    void after.then(() => {
+      if (cancelled) return;
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    });
   });
-  return { expired, cancel: () => clearTimeout(timer) };
+  return {
+    expired,
+    cancel: () => {
+      cancelled = true;
+      clearTimeout(timer);
+    },
+  };
 }
 
 async function collectReport(

@@ -59,6 +59,7 @@ export interface RunFlags {
   state?: string;
   autoMount?: boolean;
   installAllowNet: string[];
+  installEnv: string[];
   quiet?: boolean;
 }
 
@@ -125,6 +126,12 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
       collect,
       [],
     )
+    .option(
+      '--install-env <KEY|KEY=value>',
+      'give the npx install step (only, never the server) KEY from this environment, or KEY=value (repeatable)',
+      collect,
+      [],
+    )
     .option('--template <name>', 'sandbox template (e2b)')
     .option(
       '--state <name>',
@@ -162,7 +169,10 @@ export async function planRun(
 ): Promise<RunPlan> {
   const { io } = options;
   const ttlMs = parseDuration(flags.ttl, '--ttl');
-  const allow = resolveEnvAllowlist(flags.env, io.env);
+  const serverEnv = resolveEnvAllowlist(flags.env, io.env);
+  // The install step's own variables: redacted like --env, passed only through the backend setting.
+  const installEnv = resolveEnvAllowlist(flags.installEnv ?? [], io.env, '--install-env');
+  const allow = { ...serverEnv, secrets: [...new Set([...serverEnv.secrets, ...installEnv.secrets])] };
   const mounts = flags.mount.map((m) => parseMount(m, io.cwd));
   const copies = (flags.fs ?? []).map((text) => ({ text, mount: parseFs(text, io.cwd) }));
   const copied = await Promise.all(copies.map(({ text, mount }) => checkCopy(text, mount)));
@@ -175,6 +185,7 @@ export async function planRun(
     settings.installAllowNet = flags.installAllowNet.map(parseAllowNet).join(',');
   }
   if (flags.hostTlsTrust === false) settings.hostTlsTrust = 'off';
+  if (Object.keys(installEnv.env).length > 0) settings.installEnv = JSON.stringify(installEnv.env);
   const maxLineBytes = flags.maxMessageSize
     ? parseSize(flags.maxMessageSize, '--max-message-size')
     : undefined;

@@ -110,6 +110,7 @@ const VALUE_OPTIONS = new Set([
   '--template',
   '--state',
   '--install-allow-net',
+  '--install-env',
   '--backend-option',
   '--trace',
   '--max-message-size',
