@@ -135,7 +135,7 @@ describe('a fix-it line built from a host the install script chose (issue 20, fi
         execFileSync('bash', ['-c', `true ${flags}`], { cwd: paste });
       }
       expect(existsSync(join(paste, 'm'))).toBe(false);
-      expect(stderr).toContain('a host that is not a valid host name');
+      expect(stderr).toContain('host(s) that are not valid host names; refused, and no flag can grant them');
     } finally {
       await registry.close();
     }

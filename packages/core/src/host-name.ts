@@ -52,8 +52,9 @@ export function parseIpLiteral(text: string): IpLiteral | undefined {
   if (typeof text !== 'string' || text.length === 0 || text.length > 47) return undefined;
   if (!/^[0-9A-Fa-f:.[\]]+$/.test(text)) return undefined;
   const lower = text.toLowerCase();
-  const bare = lower.startsWith('[') && lower.endsWith(']') ? lower.slice(1, -1) : lower;
-  if (IPV4.test(bare)) return bare as IpLiteral;
+  const bracketed = lower.startsWith('[') && lower.endsWith(']');
+  const bare = bracketed ? lower.slice(1, -1) : lower;
+  if (!bracketed && IPV4.test(bare)) return bare as IpLiteral;
   if (/^[0-9a-f:.]+$/.test(bare) && bare.includes(':') && isIP(bare) === 6) return bare as IpLiteral;
   return undefined;
 }
