@@ -1,4 +1,4 @@
-import { BackendUnavailableError, type NetworkSpec } from '@mcpsandbox/core';
+import { BackendUnavailableError, type NetworkSpec, parseHostName } from '@mcpsandbox/core';
 import { E2B_ERROR_CODES } from './errors.js';
 
 /** The slice of the SDK's create options that decides egress. */
@@ -10,7 +10,6 @@ export interface E2BEgress {
 }
 
 const ALL_TRAFFIC = '0.0.0.0/0';
-const HOST = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}(\/(3[0-2]|[12]?\d))?$/;
 
 /**
@@ -38,17 +37,33 @@ function toAllowOut(rule: string): string {
   }
   const port = /^(.*):(\d{1,5})$/.exec(value);
   if (port) {
+    // The suggestion is built from the validated host, never from the rule's text.
+    const host = hostRule(port[1] ?? '');
     throw unsupported(
       rule,
-      `E2B egress rules cannot restrict ports; grant '${port[1]}' (all ports) if that is acceptable`,
+      `E2B egress rules cannot restrict ports${host ? `; grant '${host}' (all ports) if that is acceptable` : ''}`,
     );
   }
-  if (!HOST.test(value)) throw unsupported(rule, 'expected host, *.suffix, an IPv4 address or a CIDR block');
-  return value.toLowerCase();
+  const host = hostRule(value);
+  if (host === undefined) throw unsupported(rule, 'expected host, *.suffix, an IPv4 address or a CIDR block');
+  return host;
+}
+
+/** `host` or `*.suffix` through core's one host-name parser: E2B is told validated names only. */
+function hostRule(text: string): string | undefined {
+  if (IPV4.test(text)) return text;
+  const suffix = text.startsWith('*.');
+  const name = parseHostName(suffix ? text.slice(2) : text);
+  if (name === undefined) return undefined;
+  return suffix ? `*.${name}` : name;
 }
 
 function unsupported(rule: string, why: string): BackendUnavailableError {
-  return new BackendUnavailableError(`cannot grant network access to '${rule}' on e2b: ${why}`, {
-    code: E2B_ERROR_CODES.networkUnsupported,
-  });
+  // The rule is the user's flag, quoted as JSON so that no byte of it reaches a terminal raw.
+  return new BackendUnavailableError(
+    `cannot grant network access to ${JSON.stringify(rule)} on e2b: ${why}`,
+    {
+      code: E2B_ERROR_CODES.networkUnsupported,
+    },
+  );
 }

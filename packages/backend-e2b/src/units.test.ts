@@ -121,6 +121,27 @@ describe('toE2BEgress', () => {
   });
 });
 
+describe('toE2BEgress and host names (issue 20)', () => {
+  it('tells E2B validated names only, and builds no suggestion from a name that is not one', () => {
+    expect(toE2BEgress({ allow: ['*.Example.COM', 'API.example.com.'] }).network?.allowOut).toEqual([
+      '*.example.com',
+      'api.example.com',
+    ]);
+    for (const rule of ['203.0.113.7\0.a.com', 'x;{touch,m};x', 'a_b.com', 'bücher.de', '127.1']) {
+      expect(() => toE2BEgress({ allow: [rule] }), JSON.stringify(rule)).toThrow(BackendUnavailableError);
+    }
+    expect(() => toE2BEgress({ allow: ['a.com:443'] })).toThrow("grant 'a.com' (all ports)");
+    let message = '';
+    try {
+      toE2BEgress({ allow: ['x;id;x:443'] });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain('cannot restrict ports');
+    expect(message).not.toContain("grant 'x;id;x'");
+  });
+});
+
 describe('wrapE2BError', () => {
   it('maps SDK errors to typed errors with codes, one line, and the SDK error as cause', () => {
     const cases: [Error, string, unknown][] = [

@@ -1,6 +1,14 @@
+import { type Host, parseHost } from '@mcpsandbox/core';
 import { describe, expect, it } from 'vitest';
 import { addressRefusal, canonicalIp, hostAddresses } from './addresses.js';
 import { decide, parseGrant } from './grants.js';
+
+/** A host as the proxy's parsers hand it to `decide`. */
+function at(text: string): Host {
+  const host = parseHost(text);
+  if (host === undefined) throw new Error(`not a host: ${text}`);
+  return host;
+}
 
 // Each row: an address and a word its refusal must name, or undefined where it may be reached.
 const CASES: ReadonlyArray<readonly [string, string | undefined]> = [
@@ -150,21 +158,21 @@ describe("decide under '*'", () => {
   const resolveTo = (address: string) => async () => [address];
 
   it("refuses this host's addresses, by IP and by a name resolving to them", async () => {
-    expect(await decide(any, '93.184.216.34', 80, undefined, own)).toMatchObject({
+    expect(await decide(any, at('93.184.216.34'), 80, undefined, own)).toMatchObject({
       allow: false,
       reason: expect.stringContaining("this host's own address"),
     });
-    const byName = await decide(any, 'me.example', 80, resolveTo('93.184.216.34'), own);
+    const byName = await decide(any, at('me.example'), 80, resolveTo('93.184.216.34'), own);
     expect(byName).toMatchObject({ allow: false, reason: expect.stringContaining("this host's own") });
-    expect((await decide(any, '93.184.216.35', 80, undefined, own)).allow).toBe(true);
+    expect((await decide(any, at('93.184.216.35'), 80, undefined, own)).allow).toBe(true);
   });
 
   it('refuses every non-global form', async () => {
     for (const address of ['[::127.0.0.1]', '[::ffff:0:7f00:1]', '[64:ff9b::7f00:1]', '[64:ff9b:1::1]']) {
-      expect((await decide(any, address, 80, undefined, own)).allow, address).toBe(false);
+      expect((await decide(any, at(address), 80, undefined, own)).allow, address).toBe(false);
     }
     for (const address of ['[2002:7f00:1::1]', '198.18.0.1', '[::ffff:198.18.0.1]']) {
-      expect((await decide(any, address, 80, undefined, own)).allow, address).toBe(false);
+      expect((await decide(any, at(address), 80, undefined, own)).allow, address).toBe(false);
     }
   });
 
@@ -172,18 +180,18 @@ describe("decide under '*'", () => {
     for (const ip of ['93.184.216.34', '198.18.0.1', '::127.0.0.1', '64:ff9b::7f00:1', '2002:7f00:1::1']) {
       const grant = [parseGrant(ip.includes(':') ? `[${ip}]:80` : `${ip}:80`)];
       const host = ip.includes(':') ? `[${ip}]` : ip;
-      expect((await decide(grant, host, 80, undefined, own)).allow, ip).toBe(true);
+      expect((await decide(grant, at(host), 80, undefined, own)).allow, ip).toBe(true);
     }
   });
 
   it("lets a grant naming the IP win over '*' listed before it", async () => {
     const grants = ['*', '93.184.216.34:8080'].map(parseGrant);
-    expect((await decide(grants, '93.184.216.34', 8080, undefined, own)).allow).toBe(true);
-    expect((await decide(grants, '93.184.216.34', 8081, undefined, own)).allow).toBe(false);
+    expect((await decide(grants, at('93.184.216.34'), 8080, undefined, own)).allow).toBe(true);
+    expect((await decide(grants, at('93.184.216.34'), 8081, undefined, own)).allow).toBe(false);
   });
 
   it('refuses a name with any refused address among its answers', async () => {
     const both = async () => ['8.8.8.8', '198.18.0.1'];
-    expect((await decide(any, 'mixed.example', 80, both, own)).allow).toBe(false);
+    expect((await decide(any, at('mixed.example'), 80, both, own)).allow).toBe(false);
   });
 });

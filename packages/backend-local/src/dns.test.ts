@@ -16,6 +16,7 @@ function book(): NameBook & { refusedNames: string[] } {
     refusedNames,
     addressFor: (name) => (nameIsGranted(grants, name) ? (names.addressFor(name) ?? 'exhausted') : undefined),
     refused: (name) => refusedNames.push(name),
+    invalid: () => refusedNames.push('(invalid)'),
   };
 }
 
@@ -57,6 +58,33 @@ describe('answerQuery', () => {
     expect(b.refusedNames).toEqual(['example.org', 'cdn.example.net', 'evilapi.example.com']);
   });
 
+  // Issue 20, finding 1: a question's name is parsed as a host name before any grant sees it.
+  it('refuses a name that is not a host name (a NUL, a space, shell code, non-ASCII) without an address', () => {
+    const b = book();
+    const wire = (labels: string[]) => {
+      const parts = [Buffer.from([0x10, 0x92, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0])];
+      for (const label of labels)
+        parts.push(Buffer.from([Buffer.byteLength(label, 'latin1')]), Buffer.from(label, 'latin1'));
+      return Buffer.concat([...parts, Buffer.from([0, 0, 1, 0, 1])]);
+    };
+    for (const labels of [
+      ['203', '0', '113', '7\0', 'cdn', 'example', 'net'],
+      ['a b', 'cdn', 'example', 'net'],
+      ['x;{touch,m};x', 'cdn', 'example', 'net'],
+      ['\xfc', 'cdn', 'example', 'net'],
+      ['a_b', 'cdn', 'example', 'net'],
+    ]) {
+      const answer = decode(answerQuery(wire(labels), b));
+      expect(answer.rcode, JSON.stringify(labels)).toBe('REFUSED');
+      expect(answer.answers).toEqual([]);
+    }
+    // Control: the same wire form with plain labels is answered.
+    expect(decode(answerQuery(wire(['a', 'cdn', 'example', 'net']), b)).answers?.[0]).toMatchObject({
+      type: 'A',
+    });
+    expect(b.refusedNames).toEqual(Array(5).fill('(invalid)'));
+  });
+
   it('refuses other types, classes and opcodes cleanly', () => {
     const b = book();
     expect(decode(answerQuery(query('api.example.com', 'MX'), b)).rcode).toBe('REFUSED');
@@ -92,7 +120,7 @@ describe('answerQuery', () => {
   });
 
   it('answers SERVFAIL once the block is used up', () => {
-    const exhausted: NameBook = { addressFor: () => 'exhausted', refused: () => {} };
+    const exhausted: NameBook = { addressFor: () => 'exhausted', refused: () => {}, invalid: () => {} };
     expect(decode(answerQuery(query('api.example.com'), exhausted)).rcode).toBe('SERVFAIL');
   });
 });

@@ -1,14 +1,16 @@
 import type { Socket as UdpSocket } from 'node:dgram';
 import type { Server as NetServer, Socket } from 'node:net';
+import { type HostName, parseHostName } from '@mcpsandbox/core';
 import * as dnsPacket from 'dns-packet';
-import { normalizeHost } from './grants.js';
 
 /** What the responder needs to know about one name. */
 export interface NameBook {
   /** The synthetic address for a granted name; undefined when the name is not granted. */
-  addressFor(name: string): string | undefined | 'exhausted';
-  /** Called once per refused lookup. */
-  refused(name: string): void;
+  addressFor(name: HostName): string | undefined | 'exhausted';
+  /** Called once per refused lookup of a valid name. */
+  refused(name: HostName): void;
+  /** Called once per question whose name is not a valid host name (a NUL, a space, a `;`). */
+  invalid(): void;
 }
 
 const QUERY = 0;
@@ -19,7 +21,9 @@ const TTL_SECONDS = 60;
 /**
  * Answers one DNS query: A for a granted name gets its synthetic address, AAAA for it gets an
  * empty answer (the sandbox has no IPv6 route), any other name NXDOMAIN, and everything else
- * (other opcodes, classes or types, several questions, responses) a refusal. Bytes that do not
+ * (other opcodes, classes or types, several questions, responses) a refusal. A question name is
+ * parsed as a host name before anything else looks at it: one that is not (a label with a NUL, a
+ * dot or a byte outside LDH) is refused, and never matched, recorded by name or resolved. Bytes that do not
  * parse as a DNS message get FORMERR when their header can be read, and no answer otherwise.
  */
 export function answerQuery(query: Buffer, book: NameBook): Buffer | undefined {
@@ -50,7 +54,11 @@ export function answerQuery(query: Buffer, book: NameBook): Buffer | undefined {
   const echo = [{ type: question.type, name: question.name, class: question.class ?? 'IN' }];
   if (question.class !== undefined && question.class !== 'IN') return reply(RCODE.REFUSED, echo);
   if (question.type !== 'A' && question.type !== 'AAAA') return reply(RCODE.REFUSED, echo);
-  const name = normalizeHost(question.name);
+  const name = parseHostName(question.name);
+  if (name === undefined) {
+    book.invalid();
+    return reply(RCODE.REFUSED, echo);
+  }
   const address = book.addressFor(name);
   if (address === undefined) {
     book.refused(name);

@@ -1,6 +1,13 @@
-import { isIP } from 'node:net';
-import type { Logger, SandboxEvent } from '@mcpsandbox/core';
-import { matchGrant, type NetGrant, normalizeHost } from './grants.js';
+import {
+  grantFlagValue,
+  type Host,
+  type HostName,
+  hostText,
+  type Logger,
+  parseHost,
+  type SandboxEvent,
+} from '@mcpsandbox/core';
+import { matchGrant, type NetGrant } from './grants.js';
 
 /**
  * The reserved loopback block for transparent egress inside the sandbox's network namespace:
@@ -20,12 +27,12 @@ export const DEFAULT_TRANSPARENT_PORTS = [80, 443] as const;
  * (every exec of a sandbox shares one table, so a name keeps its address across processes).
  */
 export class SyntheticNames {
-  readonly #byName = new Map<string, string>();
-  readonly #byAddress = new Map<string, string>();
+  readonly #byName = new Map<HostName, string>();
+  readonly #byAddress = new Map<string, HostName>();
   #next = FIRST_HOST;
 
   /** The address for `name`, allocating one; undefined once the block is used up. */
-  addressFor(name: string): string | undefined {
+  addressFor(name: HostName): string | undefined {
     const known = this.#byName.get(name);
     if (known !== undefined) return known;
     if (this.#next > LAST_HOST) return undefined;
@@ -37,15 +44,15 @@ export class SyntheticNames {
   }
 
   /** The name an address was handed out for; undefined for any other address. */
-  nameOf(address: string): string | undefined {
+  nameOf(address: string): HostName | undefined {
     return this.#byAddress.get(address.startsWith('::ffff:') ? address.slice(7) : address);
   }
 }
 
 /** True when some grant admits `name` on some port (an IP grant never covers a name). */
-export function nameIsGranted(grants: readonly NetGrant[], name: string): boolean {
-  if (isIP(name)) return false;
-  return grants.some((grant) => grant.kind !== 'ip' && matchGrant([{ ...grant, port: undefined }], name, 0));
+export function nameIsGranted(grants: readonly NetGrant[], name: HostName): boolean {
+  const host: Host = { kind: 'name', value: name };
+  return grants.some((grant) => grant.kind !== 'ip' && matchGrant([{ ...grant, port: undefined }], host, 0));
 }
 
 /**
@@ -63,32 +70,24 @@ export function transparentPorts(grants: readonly NetGrant[], reserved: readonly
   return [...ports].sort((a, b) => a - b);
 }
 
-/** A host name as it may appear on a terminal: letters, digits, `-`, `_` and dots only. */
-const PRINTABLE_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/;
-
-export function isPrintableName(name: string): boolean {
-  return PRINTABLE_NAME.test(name) || isIP(name) !== 0;
-}
-
-/** The `--allow-net` value that would admit `host` on `port` (80 and 443 need no port). */
-export function grantFor(host: string, port: number | undefined): string {
-  const shown = isIP(host) === 6 ? `[${host}]` : host;
-  return port === undefined || port === 80 || port === 443 ? shown : `${shown}:${port}`;
-}
+/** Why a host the sandbox named was refused before any grant was looked at. */
+export const INVALID_HOST = 'invalid host name';
 
 /** How many distinct refused names a session records before it stops recording new ones. */
 const MAX_RECORDED = 1024;
 
 /**
  * Turns refused egress into `egress-denied` events and, once per name per session, one stderr
- * line naming the flag that would allow it. Names come from the sandbox: a name that is not a
- * plain host name is recorded in the trace (JSON-escaped) but never printed.
+ * line naming the flag that would allow it. Names come from the sandbox and arrive parsed: the
+ * flag is built from the validated host only. A name that did not parse is recorded as refused,
+ * without its bytes, and said once, with no flag.
  */
 export class DenialReporter {
   readonly #onEvent: ((event: SandboxEvent) => void) | undefined;
   readonly #logger: Logger;
   readonly #recorded = new Set<string>();
   readonly #hinted = new Set<string>();
+  readonly #invalidVia = new Set<string>();
   #overflowed = false;
 
   constructor(onEvent: ((event: SandboxEvent) => void) | undefined, logger: Logger) {
@@ -97,30 +96,53 @@ export class DenialReporter {
   }
 
   /** A lookup of an ungranted name (`port` unknown) or a refused connection to `host:port`. */
-  denied(host: string, port: number | undefined, via: 'dns' | 'proxy' | 'transparent'): void {
-    const name = normalizeHost(host);
-    const key = `${name}\0${port ?? ''}`;
+  denied(host: Host, port: number | undefined, via: 'dns' | 'proxy' | 'transparent'): void {
+    const key = `${host.value} ${port ?? ''}`;
     if (!this.#recorded.has(key)) {
       if (this.#recorded.size < MAX_RECORDED) {
         this.#recorded.add(key);
-        this.#onEvent?.({ type: 'egress-denied', host: name, ...(port === undefined ? {} : { port }), via });
+        this.#onEvent?.({
+          type: 'egress-denied',
+          host: host.value,
+          ...(port === undefined ? {} : { port }),
+          via,
+        });
       } else if (!this.#overflowed) {
         this.#overflowed = true;
         this.#onEvent?.({ type: 'egress-denied-overflow', limit: MAX_RECORDED });
       }
     }
-    if (this.#hinted.has(name) || this.#hinted.size >= MAX_RECORDED || !isPrintableName(name)) return;
-    this.#hinted.add(name);
-    const target = port === undefined ? name : `${grantFor(name, undefined)}:${port}`;
+    if (this.#hinted.has(host.value) || this.#hinted.size >= MAX_RECORDED) return;
+    this.#hinted.add(host.value);
+    const target = port === undefined ? hostText(host) : `${hostText(host)}:${port}`;
     this.#logger.warn(
-      `the server tried ${target}, which is not granted; to allow it: --allow-net ${grantFor(name, port)}`,
+      `the server tried ${target}, which is not granted; to allow it: --allow-net ${grantFlagValue(host, port)}`,
+    );
+  }
+
+  /** A name that is not a valid host name: refused as it came in, once said, no flag to suggest. */
+  invalid(via: 'dns' | 'proxy' | 'transparent'): void {
+    if (this.#invalidVia.has(via)) return;
+    this.#invalidVia.add(via);
+    this.#onEvent?.({ type: 'egress-denied', via, reason: INVALID_HOST });
+    this.#logger.warn(
+      `the server asked ${via === 'dns' ? 'DNS' : 'the proxy'} for a host name that is not a valid DNS name ` +
+        '(refused; no --allow-net flag can grant it)',
     );
   }
 
   /** Watches the proxy's decisions: a CONNECT or request refused as not granted is a denial. */
   observe(event: SandboxEvent): void {
-    if (event.type !== 'proxy' || event.decision !== 'deny' || event.reason !== 'not granted') return;
-    if (typeof event.host !== 'string' || typeof event.port !== 'number') return;
-    this.denied(event.host, event.port, event.method === 'transparent' ? 'transparent' : 'proxy');
+    if (event.type !== 'proxy' || event.decision !== 'deny') return;
+    const via = event.method === 'transparent' ? 'transparent' : 'proxy';
+    if (event.reason === INVALID_HOST) {
+      this.invalid(via);
+      return;
+    }
+    if (event.reason !== 'not granted' || typeof event.port !== 'number') return;
+    // The proxy's events carry the host it parsed; parsed again here, as everything read back is.
+    const host = typeof event.host === 'string' ? parseHost(event.host) : undefined;
+    if (host === undefined) this.invalid(via);
+    else this.denied(host, event.port, via);
   }
 }

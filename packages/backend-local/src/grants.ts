@@ -1,46 +1,55 @@
 import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
-import { UsageError } from '@mcpsandbox/core';
+import {
+  type Host,
+  type HostName,
+  type IpLiteral,
+  parseHostName,
+  parseIpLiteral,
+  UsageError,
+} from '@mcpsandbox/core';
 import { addressRefusal, canonicalIp, hostAddresses } from './addresses.js';
 
-/** One parsed `--allow-net` entry. */
-export interface NetGrant {
-  readonly kind: 'any' | 'host' | 'suffix' | 'ip';
-  /** Lower-case host name, IP (IPv6 without brackets) or suffix (with its leading dot). */
-  readonly host: string;
-  /** Absent: any port. */
-  readonly port: number | undefined;
-}
+/** One parsed `--allow-net` entry: each host part is a validated value, never the entry's text. */
+export type NetGrant =
+  | { readonly kind: 'any'; readonly host: '*'; readonly port: number | undefined }
+  | { readonly kind: 'host'; readonly host: HostName; readonly port: number | undefined }
+  /** `host` is the suffix with its leading dot (`.example.com`), its name validated. */
+  | { readonly kind: 'suffix'; readonly host: `.${HostName}`; readonly port: number | undefined }
+  | { readonly kind: 'ip'; readonly host: IpLiteral; readonly port: number | undefined };
 
 /**
  * Parses `host`, `host:port`, `*.suffix[:port]`, an IPv4/IPv6 literal (`[::1]:443`) or `*`.
- * A host without a port grants every port of that host.
+ * A host without a port grants every port of that host. Host parts go through core's host-name
+ * parser: a grant names exactly what a decision and a lookup will see.
  */
 export function parseGrant(entry: string): NetGrant {
-  const text = entry.trim().toLowerCase();
+  const text = entry.trim();
   if (text === '*') return { kind: 'any', host: '*', port: undefined };
-  let host = text;
+  let hostText = text;
   let port: number | undefined;
-  const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
+  const bracket = /^(\[[^\]]+\])(?::(\d+))?$/.exec(text);
   if (bracket) {
-    host = bracket[1]!;
+    hostText = bracket[1]!;
     port = bracket[2] === undefined ? undefined : parsePort(bracket[2], entry);
-  } else if (isIP(text) !== 6) {
+  } else if (parseIpLiteral(text) === undefined) {
     const colon = text.lastIndexOf(':');
     if (colon !== -1) {
-      host = text.slice(0, colon);
+      hostText = text.slice(0, colon);
       port = parsePort(text.slice(colon + 1), entry);
     }
   }
-  if (isIP(host)) return { kind: 'ip', host, port };
-  if (host.startsWith('*.')) {
-    const suffix = host.slice(1);
-    if (!isHostName(suffix.slice(1))) throw new UsageError(`bad network grant "${entry}"`);
-    return { kind: 'suffix', host: suffix, port };
+  const ip = parseIpLiteral(hostText);
+  if (ip !== undefined) return { kind: 'ip', host: ip, port };
+  if (hostText.startsWith('*.')) {
+    const suffix = parseHostName(hostText.slice(2));
+    if (suffix === undefined) throw new UsageError(`bad network grant "${entry}": expected *.suffix`);
+    return { kind: 'suffix', host: `.${suffix}`, port };
   }
-  if (!isHostName(host))
-    throw new UsageError(`bad network grant "${entry}": expected host[:port] or *.suffix`);
-  return { kind: 'host', host, port };
+  const name = parseHostName(hostText);
+  if (name === undefined) {
+    throw new UsageError(`bad network grant "${entry}": expected host[:port], *.suffix, an IP or *`);
+  }
+  return { kind: 'host', host: name, port };
 }
 
 function parsePort(text: string, entry: string): number {
@@ -51,33 +60,20 @@ function parsePort(text: string, entry: string): number {
   return port;
 }
 
-function isHostName(host: string): boolean {
-  return /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/.test(
-    host,
-  );
-}
-
-/** Normalizes a requested host as the grant matcher compares it. */
-export function normalizeHost(host: string): string {
-  const lower = host.toLowerCase();
-  const unbracketed = lower.startsWith('[') && lower.endsWith(']') ? lower.slice(1, -1) : lower;
-  return unbracketed.endsWith('.') ? unbracketed.slice(0, -1) : unbracketed;
-}
-
 /** The first grant that admits `host:port`, or undefined. */
-export function matchGrant(grants: readonly NetGrant[], host: string, port: number): NetGrant | undefined {
-  const wanted = normalizeHost(host);
+export function matchGrant(grants: readonly NetGrant[], host: Host, port: number): NetGrant | undefined {
   return grants.find((grant) => {
     if (grant.port !== undefined && grant.port !== port) return false;
     switch (grant.kind) {
       case 'any':
         return true;
       case 'ip':
-        return isIP(wanted) !== 0 && sameIp(grant.host, wanted);
+        return host.kind === 'ip' && sameIp(grant.host, host.value);
       case 'host':
-        return normalizeHost(grant.host) === wanted;
+        return host.kind === 'name' && grant.host === host.value;
       case 'suffix':
-        return wanted.endsWith(grant.host) && wanted.length > grant.host.length;
+        // Both sides are validated names: a label boundary is a real dot, not a byte of a label.
+        return host.kind === 'name' && host.value.endsWith(grant.host);
       default:
         return false;
     }
@@ -92,7 +88,8 @@ export type Decision =
   | { readonly allow: true; readonly address: string; readonly grant: NetGrant }
   | { readonly allow: false; readonly reason: string };
 
-export type Resolver = (host: string) => Promise<readonly string[]>;
+/** Resolves a validated name on the host: nothing else reaches `dns.lookup`. */
+export type Resolver = (host: HostName) => Promise<readonly string[]>;
 
 const defaultResolver: Resolver = async (host) =>
   (await lookup(host, { all: true })).map((entry) => entry.address);
@@ -107,31 +104,31 @@ const defaultResolver: Resolver = async (host) =>
  */
 export async function decide(
   grants: readonly NetGrant[],
-  host: string,
+  target: Host,
   port: number,
   resolve: Resolver = defaultResolver,
   ownAddresses: () => ReadonlySet<string> = hostAddresses,
 ): Promise<Decision> {
-  const target = normalizeHost(host);
   // A grant naming the IP wins over `*` listed before it: it is the user's word for that address.
-  const named = isIP(target)
-    ? matchGrant(
-        grants.filter((g) => g.kind === 'ip'),
-        target,
-        port,
-      )
-    : undefined;
+  const named =
+    target.kind === 'ip'
+      ? matchGrant(
+          grants.filter((g) => g.kind === 'ip'),
+          target,
+          port,
+        )
+      : undefined;
   const grant = named ?? matchGrant(grants, target, port);
   if (!grant) return { allow: false, reason: 'not granted' };
-  if (isIP(target)) {
-    if (grant.kind === 'ip') return { allow: true, address: canonicalIp(target), grant };
-    const why = addressRefusal(target, ownAddresses());
+  if (target.kind === 'ip') {
+    if (grant.kind === 'ip') return { allow: true, address: canonicalIp(target.value), grant };
+    const why = addressRefusal(target.value, ownAddresses());
     if (why) return { allow: false, reason: `${why}; grant it as an explicit IP` };
-    return { allow: true, address: canonicalIp(target), grant };
+    return { allow: true, address: canonicalIp(target.value), grant };
   }
   let addresses: readonly string[];
   try {
-    addresses = await resolve(target);
+    addresses = await resolve(target.value);
   } catch (error) {
     return {
       allow: false,

@@ -1,6 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { escapeControls, type SandboxEvent } from '@mcpsandbox/core';
+import {
+  escapeControls,
+  grantFlagValue,
+  type Host,
+  hostText,
+  parseHost,
+  type SandboxEvent,
+} from '@mcpsandbox/core';
 import { closeDir, openOwnedDir, writeFileAt } from './host-fs.js';
 
 /** The most of an install's output kept for its log (the tail: where npm says what went wrong). */
@@ -14,7 +21,8 @@ const LOG_BYTES = 1024 * 1024;
  */
 export class InstallReport {
   #output = Buffer.alloc(0);
-  readonly #refused = new Set<string>();
+  readonly #refused = new Map<string, { readonly host: Host; readonly port: number }>();
+  #invalid = 0;
 
   /** Feed every chunk of the install's stdout and stderr. */
   output(chunk: Uint8Array): void {
@@ -22,15 +30,40 @@ export class InstallReport {
     this.#output = joined.length > LOG_BYTES ? joined.subarray(joined.length - LOG_BYTES) : joined;
   }
 
-  /** Feed the install's proxy events: a refused host is one its scripts tried. */
+  /**
+   * Feed the install's proxy events: a refused host is one its scripts tried. The host is parsed
+   * again here (a fix-it line is built from it): one that is not a plain name or IP is only counted.
+   */
   event(event: SandboxEvent): void {
-    if (event.type === 'proxy' && event.decision === 'deny') {
-      this.#refused.add(`${String(event.host)}:${String(event.port)}`);
+    if (event.type !== 'proxy' || event.decision !== 'deny') return;
+    const host = typeof event.host === 'string' ? parseHost(event.host) : undefined;
+    const port = event.port;
+    if (
+      host === undefined ||
+      typeof port !== 'number' ||
+      !Number.isInteger(port) ||
+      port < 1 ||
+      port > 65535
+    ) {
+      this.#invalid++;
+      return;
     }
+    this.#refused.set(`${hostText(host)}:${port}`, { host, port });
   }
 
+  /** `host:port` of each refused host, as shown in a message. */
   get refusedHosts(): readonly string[] {
-    return [...this.#refused];
+    return [...this.#refused.keys()];
+  }
+
+  /** The `--install-allow-net` value that grants each refused host (443 and 80 need no port). */
+  get refusedGrants(): readonly string[] {
+    return [...new Set([...this.#refused.values()].map(({ host, port }) => grantFlagValue(host, port)))];
+  }
+
+  /** Refusals of hosts that are not valid host names: no flag can grant them. */
+  get invalidHosts(): number {
+    return this.#invalid;
   }
 
   /** npm's own error lines (`npm error …`, `npm ERR! …`), without its stack lines; else the last lines. */

@@ -75,7 +75,8 @@ export class SandboxNetwork {
     this.#dns = new DnsResponder({
       addressFor: (name) =>
         nameIsGranted(grants, name) ? (names.addressFor(name) ?? 'exhausted') : undefined,
-      refused: (name) => reporter.denied(name, undefined, 'dns'),
+      refused: (name) => reporter.denied({ kind: 'name', value: name }, undefined, 'dns'),
+      invalid: () => reporter.invalid('dns'),
     });
     const ports = transparentPorts(grants, [DNS_PORT, options.proxyPort]);
     for (const port of [DNS_PORT, options.proxyPort]) {

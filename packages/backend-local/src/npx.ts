@@ -648,10 +648,17 @@ function installFailure(
   if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
   const refused = report.refusedHosts;
   if (refused.length > 0) {
-    const flags = refused.map((hostPort) => `--install-allow-net ${hostPort.replace(/:443$/, '')}`).join(' ');
+    // Built from validated hosts only: pasted into a shell, the flags run nothing.
+    const flags = report.refusedGrants.map((grant) => `--install-allow-net ${grant}`).join(' ');
     lines.push(
       `its install scripts tried ${refused.join(', ')}, which the install step may not reach (only ${[grant, ...(cache.installHosts ?? [])].join(', ')}); ` +
         `if the package downloads what it needs at install time, grant it for the install only: ${flags}`,
+    );
+  }
+  if (report.invalidHosts > 0) {
+    lines.push(
+      `its install scripts also asked for ${report.invalidHosts} host(s) that are not valid host names; ` +
+        'refused, and no flag can grant them',
     );
   }
   const name = `install-${spec.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80)}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`;

@@ -1,5 +1,6 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import { normalizeHost } from './grants.js';
+import { type Host, parseHost } from '@mcpsandbox/core';
+import { INVALID_HOST } from './egress.js';
 
 /**
  * The proxy's parsing of what crosses it, as pure functions: each takes bytes an attacker chose
@@ -15,7 +16,7 @@ export type Parsed<T> =
 export type RawHeaders = readonly string[];
 
 export interface ProxyTarget {
-  readonly host: string;
+  readonly host: Host;
   readonly port: number;
   /** Path and query, as sent upstream. */
   readonly path: string;
@@ -43,8 +44,10 @@ export function parseProxyUrl(text: unknown): Parsed<ProxyTarget> {
     return fail('the proxy takes absolute http:// URLs or CONNECT');
   }
   if (url.protocol !== 'http:') return fail('only http:// URLs are forwarded; use CONNECT for https');
-  const host = normalizeHost(url.hostname);
-  if (host.length === 0) return fail('no host in the URL');
+  if (url.hostname.length === 0) return fail('no host in the URL');
+  // WHATWG keeps `;`, `{`, `,` and more in a host: only a plain name or an IP literal goes on.
+  const host = parseHost(url.hostname);
+  if (host === undefined) return fail(INVALID_HOST);
   const port = url.port ? Number(url.port) : 80;
   if (!Number.isInteger(port) || port < 1 || port > 65535) return fail('bad port in the URL');
   const path = `${url.pathname}${url.search}`;
@@ -54,14 +57,14 @@ export function parseProxyUrl(text: unknown): Parsed<ProxyTarget> {
 }
 
 /** The `host:port` of a CONNECT request; IPv6 in brackets. */
-export function parseAuthority(text: unknown): Parsed<{ host: string; port: number }> {
+export function parseAuthority(text: unknown): Parsed<{ host: Host; port: number }> {
   if (typeof text !== 'string') return fail('no CONNECT target');
-  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/.exec(text);
+  const match = /^(\[[^\]]*\]|[^:[\]]*):(\d{1,5})$/.exec(text);
   if (!match) return fail('bad CONNECT target');
   const port = Number(match[2]);
   if (port < 1 || port > 65535) return fail('bad CONNECT port');
-  const host = normalizeHost(match[1]!);
-  if (host.length === 0) return fail('bad CONNECT target');
+  const host = parseHost(match[1]!);
+  if (host === undefined) return fail(INVALID_HOST);
   return { ok: true, value: { host, port } };
 }
 

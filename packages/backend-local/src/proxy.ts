@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import { connect, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { SandboxEvent } from '@mcpsandbox/core';
+import { type Host, hostText, type SandboxEvent } from '@mcpsandbox/core';
+import { INVALID_HOST } from './egress.js';
 import { type Decision, decide, type NetGrant, type Resolver } from './grants.js';
 import { forwardRequestHeaders, parseAuthority, parseProxyUrl, upstreamReply } from './proxy-http.js';
 
@@ -87,19 +88,24 @@ export class EgressProxy {
     }
   }
 
-  #report(method: string, host: string, port: number, decision: Decision): void {
+  #report(method: string, host: Host, port: number, decision: Decision): void {
     this.#event({
       type: 'proxy',
       decision: decision.allow ? 'allow' : 'deny',
       method,
-      host,
+      host: host.value,
       port,
       ...(decision.allow ? { address: decision.address } : { reason: decision.reason }),
     });
   }
 
-  #badUpstream(method: string, host: string, port: number, reason: string): void {
-    this.#event({ type: 'proxy', decision: 'bad-upstream', method, host, port, reason });
+  #badUpstream(method: string, host: Host, port: number, reason: string): void {
+    this.#event({ type: 'proxy', decision: 'bad-upstream', method, host: host.value, port, reason });
+  }
+
+  /** A target whose host is not a plain name or IP: refused, recorded without its bytes. */
+  #refusedTarget(method: string, reason: string): void {
+    if (reason === INVALID_HOST) this.#event({ type: 'proxy', decision: 'deny', method, reason });
   }
 
   #fault(method: string, error: unknown): void {
@@ -115,14 +121,16 @@ export class EgressProxy {
   async #tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const authority = parseAuthority(req.url);
     if (!authority.ok) {
+      this.#refusedTarget('CONNECT', authority.reason);
       refuse(socket, 400, `mcp-sandbox: ${authority.reason}`);
       return;
     }
     const { host, port } = authority.value;
+    const shown = `${hostText(host)}:${port}`;
     const decision = await decide(this.#options.grants, host, port, this.#options.resolve);
     this.#report('CONNECT', host, port, decision);
     if (!decision.allow) {
-      refuse(socket, 403, `mcp-sandbox: egress to ${host}:${port} refused: ${decision.reason}`);
+      refuse(socket, 403, `mcp-sandbox: egress to ${shown} refused: ${decision.reason}`);
       return;
     }
     if (socket.destroyed) return;
@@ -139,7 +147,7 @@ export class EgressProxy {
       socket.pipe(upstream);
     });
     upstream.on('error', () => {
-      if (upstream.connecting) refuse(socket, 502, `mcp-sandbox: cannot connect to ${host}`);
+      if (upstream.connecting) refuse(socket, 502, `mcp-sandbox: cannot connect to ${shown}`);
       else socket.destroy();
     });
     upstream.on('close', () => socket.destroy());
@@ -150,14 +158,16 @@ export class EgressProxy {
     const method = req.method ?? 'GET';
     const target = parseProxyUrl(req.url);
     if (!target.ok) {
+      this.#refusedTarget(method, target.reason);
       failReply(res, 400, `mcp-sandbox: ${target.reason}`);
       return;
     }
     const { host, port, path } = target.value;
+    const shown = `${hostText(host)}:${port}`;
     const decision = await decide(this.#options.grants, host, port, this.#options.resolve);
     this.#report(method, host, port, decision);
     if (!decision.allow) {
-      failReply(res, 403, `mcp-sandbox: egress to ${host}:${port} refused: ${decision.reason}`);
+      failReply(res, 403, `mcp-sandbox: egress to ${shown} refused: ${decision.reason}`);
       return;
     }
     const headers = forwardRequestHeaders(req.rawHeaders);
@@ -181,7 +191,7 @@ export class EgressProxy {
       if (!checked.ok) {
         this.#badUpstream(method, host, port, checked.reason);
         reply.destroy();
-        failReply(res, 502, `mcp-sandbox: bad reply from ${host}:${port}: ${checked.reason}`);
+        failReply(res, 502, `mcp-sandbox: bad reply from ${shown}: ${checked.reason}`);
         return;
       }
       try {
@@ -191,7 +201,7 @@ export class EgressProxy {
         this.#badUpstream(method, host, port, 'reply headers refused by the HTTP writer');
         this.#fault(method, error);
         reply.destroy();
-        failReply(res, 502, `mcp-sandbox: bad reply from ${host}:${port}`);
+        failReply(res, 502, `mcp-sandbox: bad reply from ${shown}`);
         return;
       }
       reply.pipe(res);
@@ -200,7 +210,7 @@ export class EgressProxy {
     upstream.on('upgrade', (_reply: IncomingMessage, socket: Duplex) => {
       socket.destroy();
       this.#badUpstream(method, host, port, 'the upstream switched protocols');
-      failReply(res, 502, `mcp-sandbox: bad reply from ${host}:${port}`);
+      failReply(res, 502, `mcp-sandbox: bad reply from ${shown}`);
     });
     res.on('close', () => upstream.destroy());
     upstream.setTimeout(30_000, () => upstream.destroy(new Error('upstream timeout')));
@@ -209,7 +219,7 @@ export class EgressProxy {
       if (typeof error.code === 'string' && error.code.startsWith('HPE_')) {
         this.#badUpstream(method, host, port, `unparsable reply (${error.code})`);
       }
-      failReply(res, 502, `mcp-sandbox: cannot reach ${host}:${port}`);
+      failReply(res, 502, `mcp-sandbox: cannot reach ${shown}`);
     });
     req.pipe(upstream);
   }

@@ -65,7 +65,8 @@ export class TransparentEgress {
       return;
     }
     const { grants, onEvent, resolve } = this.#options;
-    const decision = await decide(grants, name, port, resolve);
+    // The table holds only names the DNS responder parsed: what is decided is what is resolved.
+    const decision = await decide(grants, { kind: 'name', value: name }, port, resolve);
     onEvent?.({
       type: 'proxy',
       decision: decision.allow ? 'allow' : 'deny',

@@ -3,9 +3,9 @@
  * the failure quotes npm, names the refused host and the flag that grants it for the install
  * only, and keeps the install's output in a log the user can read after the sandbox is gone.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +87,57 @@ describe('an install that downloads from a host other than the registry', () => 
     } finally {
       await registry.close();
       await downloads.close();
+    }
+  });
+});
+
+describe('a fix-it line built from a host the install script chose (issue 20, finding 2)', () => {
+  // Fails before proxy hosts were parsed as host names: the proxy took the URL's host
+  // "x;{touch,m};x" as it was, refused it as not granted, and the failure suggested
+  // `--install-allow-net x;{touch,m};x:80`, which runs `touch m` when pasted into bash.
+  it('suggests no flag for a host that is not a name, says so, and the line runs nothing in a shell', {
+    timeout: 180_000,
+  }, async () => {
+    const registry = await startRegistry({ download: 'http://x;%7Btouch,m%7D;x/' }, 'download-install');
+    const cache = join(work, 'cache-hostile-host');
+    try {
+      const child = spawn(
+        process.execPath,
+        [
+          BIN,
+          'run',
+          '--backend-option',
+          `npmRegistry=${registry.url}`,
+          '--backend-option',
+          `npmCacheDir=${cache}`,
+          '--',
+          'npx',
+          '-y',
+          'download-install@1.0.0',
+        ],
+        { stdio: ['pipe', 'ignore', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const [code] = (await once(child, 'close')) as [number | null];
+      child.stdin.destroy();
+      expect(code).toBe(125);
+      // Control: the install script ran and asked the proxy for its URL.
+      const log = /the whole install output: (\S+)/.exec(stderr)?.[1];
+      expect(readFileSync(log as string, 'utf8')).toContain('prebuild download failed');
+      // Every flag the message suggests is a plain value; pasted into bash, it runs nothing.
+      expect(stderr).not.toMatch(/--install-allow-net \S*[^a-z0-9.:[\]\s-]/);
+      const paste = join(work, 'paste');
+      mkdirSync(paste, { recursive: true });
+      for (const [, flags] of stderr.matchAll(/grant it for the install only: (.*)/g)) {
+        execFileSync('bash', ['-c', `true ${flags}`], { cwd: paste });
+      }
+      expect(existsSync(join(paste, 'm'))).toBe(false);
+      expect(stderr).toContain('host(s) that are not valid host names; refused, and no flag can grant them');
+    } finally {
+      await registry.close();
     }
   });
 });

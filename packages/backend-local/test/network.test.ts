@@ -1,10 +1,17 @@
 import { createServer, type Server } from 'node:http';
-import type { SandboxEvent } from '@mcpsandbox/core';
+import { type Host, parseHost, type SandboxEvent } from '@mcpsandbox/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGrant } from '../src/grants.js';
 import { createLocalBackend } from '../src/index.js';
 import { decide } from '../src/proxy.js';
 import { run } from './helpers.js';
+
+/** A host as the proxy's parsers hand it to `decide`. */
+function at(text: string): Host {
+  const host = parseHost(text);
+  if (host === undefined) throw new Error(`not a host: ${text}`);
+  return host;
+}
 
 // Runs inside the sandbox: one request through the proxy named by HTTP_PROXY.
 const CLIENT = String.raw`
@@ -160,15 +167,15 @@ describe('proxy decisions', () => {
       addresses;
 
   it('allows granted names that resolve to public addresses, and pins the checked address', async () => {
-    const decision = await decide(grants, 'API.example.com.', 443, resolveTo('93.184.216.34'));
+    const decision = await decide(grants, at('API.example.com.'), 443, resolveTo('93.184.216.34'));
     expect(decision).toMatchObject({ allow: true, address: '93.184.216.34' });
   });
 
   it('matches suffix grants on subdomains and their port only', async () => {
-    expect((await decide(grants, 'a.cdn.example.net', 443, resolveTo('1.1.1.1'))).allow).toBe(true);
-    expect((await decide(grants, 'a.cdn.example.net', 80, resolveTo('1.1.1.1'))).allow).toBe(false);
-    expect((await decide(grants, 'cdn.example.net', 443, resolveTo('1.1.1.1'))).allow).toBe(false);
-    expect((await decide(grants, 'evilcdn.example.net', 443, resolveTo('1.1.1.1'))).allow).toBe(false);
+    expect((await decide(grants, at('a.cdn.example.net'), 443, resolveTo('1.1.1.1'))).allow).toBe(true);
+    expect((await decide(grants, at('a.cdn.example.net'), 80, resolveTo('1.1.1.1'))).allow).toBe(false);
+    expect((await decide(grants, at('cdn.example.net'), 443, resolveTo('1.1.1.1'))).allow).toBe(false);
+    expect((await decide(grants, at('evilcdn.example.net'), 443, resolveTo('1.1.1.1'))).allow).toBe(false);
   });
 
   it('refuses names resolving to loopback, private, link-local or metadata addresses', async () => {
@@ -184,22 +191,22 @@ describe('proxy decisions', () => {
       'fe80::1',
       '::ffff:127.0.0.1',
     ]) {
-      const decision = await decide(grants, 'api.example.com', 443, resolveTo('93.184.216.34', address));
+      const decision = await decide(grants, at('api.example.com'), 443, resolveTo('93.184.216.34', address));
       expect(decision.allow, address).toBe(false);
     }
   });
 
   it('allows a private address only when granted as that explicit IP', async () => {
-    expect((await decide(grants, '10.1.2.3', 8080)).allow).toBe(true);
-    expect((await decide(grants, '10.1.2.3', 8081)).allow).toBe(false);
-    expect((await decide(grants, '::1', 9000)).allow).toBe(true);
+    expect((await decide(grants, at('10.1.2.3'), 8080)).allow).toBe(true);
+    expect((await decide(grants, at('10.1.2.3'), 8081)).allow).toBe(false);
+    expect((await decide(grants, at('::1'), 9000)).allow).toBe(true);
     const any = [parseGrant('*')];
-    expect((await decide(any, '169.254.169.254', 80)).allow).toBe(false);
-    expect((await decide(any, '93.184.216.34', 80)).allow).toBe(true);
+    expect((await decide(any, at('169.254.169.254'), 80)).allow).toBe(false);
+    expect((await decide(any, at('93.184.216.34'), 80)).allow).toBe(true);
   });
 
   it('refuses what is not granted and names it', async () => {
-    expect(await decide(grants, 'example.org', 443, resolveTo('1.1.1.1'))).toEqual({
+    expect(await decide(grants, at('example.org'), 443, resolveTo('1.1.1.1'))).toEqual({
       allow: false,
       reason: 'not granted',
     });

@@ -56,8 +56,12 @@ describe('trace --suggest', () => {
       record('sandbox.egress-denied', { host: 'a b.com', via: 'dns' }),
       record('sandbox.egress-denied', { host: 'ok.example.com; rm -rf ~', via: 'dns' }),
       record('sandbox.egress-denied', { host: 42, via: 'dns' }),
+      // Issue 20: a NUL that getaddrinfo stops at, shell code in a name, an invalid-name refusal.
+      record('sandbox.egress-denied', { host: '203.0.113.7\u0000.granted.test', via: 'dns' }),
+      record('sandbox.proxy', { decision: 'deny', host: 'x;{touch,m};x', port: 80, reason: 'not granted' }),
+      record('sandbox.egress-denied', { via: 'dns', reason: 'invalid host name' }),
     ]);
     expect(grants).toEqual([]);
-    expect(skipped).toBe(3);
+    expect(skipped).toBe(7);
   });
 });

@@ -68,6 +68,16 @@ export {
   lineContent,
 } from './framing.js';
 export {
+  grantFlagValue,
+  type Host,
+  type HostName,
+  hostText,
+  type IpLiteral,
+  parseHost,
+  parseHostName,
+  parseIpLiteral,
+} from './host-name.js';
+export {
   BridgeErrorCode,
   errorResponseLine,
   inspectMessage,

@@ -1,14 +1,12 @@
-import type { TraceRecord } from '@mcpsandbox/core';
-
-/** A host as it may be printed: a plain name or an IP literal, nothing a terminal interprets. */
-const HOST = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/;
-const IPV6 = /^[0-9a-f:.]{2,45}$/;
+import { grantFlagValue, parseHost, type TraceRecord } from '@mcpsandbox/core';
 
 /**
  * The `--allow-net` flags that would have let every refused attempt in a trace through: one per
  * host, or per `host:port` for ports other than 80 and 443, in the order first refused. Records
  * are `egress-denied` (a refused lookup or connection) and proxy decisions refused as not
- * granted. Hosts come from the sandbox: anything that is not a plain name or IP is left out.
+ * granted. A trace is read back from a file the sandbox's names went into: each host is parsed
+ * again as a host name or IP literal, and the flag is built from that value only. Anything else
+ * (a refusal recorded as an invalid name, a host that does not parse) is counted in `skipped`.
  */
 export function suggestGrants(records: readonly TraceRecord[]): { grants: string[]; skipped: number } {
   const grants: string[] = [];
@@ -18,16 +16,14 @@ export function suggestGrants(records: readonly TraceRecord[]): { grants: string
     const denied =
       record.type === 'sandbox.egress-denied' ||
       (record.type === 'sandbox.proxy' && record.decision === 'deny' && record.reason === 'not granted');
-    if (!denied || typeof record.host !== 'string') continue;
-    const host = record.host.toLowerCase();
-    const ipv6 = host.includes(':');
-    if (!(ipv6 ? IPV6.test(host) : HOST.test(host))) {
+    if (!denied) continue;
+    const host = typeof record.host === 'string' ? parseHost(record.host) : undefined;
+    if (host === undefined) {
       skipped++;
       continue;
     }
     const port = typeof record.port === 'number' && Number.isInteger(record.port) ? record.port : undefined;
-    const shown = ipv6 ? `[${host}]` : host;
-    const grant = port === undefined || port === 80 || port === 443 ? shown : `${shown}:${port}`;
+    const grant = grantFlagValue(host, port);
     if (seen.has(grant)) continue;
     seen.add(grant);
     grants.push(grant);

@@ -78,7 +78,8 @@ function suggest(path: string, text: string, options: CliOptions): number {
   const { grants, skipped } = suggestGrants(records);
   for (const grant of grants) options.io.stdout.write(`${grant}\n`);
   const logger = createStderrLogger({ stream: options.io.stderr });
-  if (skipped > 0) logger.warn(`left out ${skipped} refused name(s) that are not plain host names`);
+  if (skipped > 0)
+    logger.warn(`left out ${skipped} refused name(s) that are not valid host names (no flag can grant them)`);
   if (grants.length === 0) logger.info('no refused egress in this trace: nothing to grant');
   return ExitCode.ok;
 }
