@@ -98,7 +98,7 @@ describe('protocol eras on the fake backend', () => {
       connectV2(
         run
           ? { run: true, args: ['--backend', 'fake', '--', 'fake-mcp-server'] }
-          : { run: false, args: [fakeMcpServerBinPath] },
+          : { run: false, args: [fakeMcpServerBinPath()] },
         'modern',
       );
     const read = async (run: boolean) => {

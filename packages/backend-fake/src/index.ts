@@ -2,6 +2,7 @@ export { BUILTIN_PROGRAMS, createBackend, createFakeBackend, type FakeBackendOpt
 export { DEFAULT_HIGH_WATER_MARK } from './channel.js';
 export {
   FAKE_MCP_DEFAULT_PROTOCOL_VERSION,
+  FAKE_MCP_MODERN_PROTOCOL_VERSION,
   FAKE_MCP_MAX_BIG_BYTES,
   FAKE_MCP_SERVER_NAME,
   FAKE_MCP_SERVER_USAGE,
