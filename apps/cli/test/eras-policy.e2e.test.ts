@@ -26,7 +26,9 @@ describe('tool policy in 2026-07-28 sessions', () => {
         /not allowed by this session's policy \(deny secret-\*\)/,
       );
       // Control: an allowed call in the same session runs.
-      expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'ok' } }))).toContain('echo: ok');
+      expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'ok' } }))).toContain(
+        'echo: ok',
+      );
     } finally {
       await client.close();
     }
@@ -42,7 +44,17 @@ describe('tool policy in 2026-07-28 sessions', () => {
       ...ids.map((id) => modernRequest(id, 'tools/call', { name: 'secret-admin', arguments: {} })),
       modernRequest('control', 'tools/call', { name: 'echo', arguments: { text: 'control' } }),
     ];
-    const child = spawnBin(['run', '--backend', 'none', '--quiet', '--deny-tool', 'secret-*', '--', 'node', V2_SERVER]);
+    const child = spawnBin([
+      'run',
+      '--backend',
+      'none',
+      '--quiet',
+      '--deny-tool',
+      'secret-*',
+      '--',
+      'node',
+      V2_SERVER,
+    ]);
     child.child.stdin.end(lines.join(''));
     const out = (await child.result).stdout.toString();
     expect(out).not.toContain('ADMIN-TOOL-RAN');
@@ -77,7 +89,9 @@ describe('tool policy in 2026-07-28 sessions', () => {
         /not allowed by this session's policy \(pin-tools-strict\)/,
       );
       // Control: a pinned tool still runs, listed or not.
-      expect(textOf(await later.client.callTool({ name: 'echo', arguments: { text: 'p' } }))).toContain('echo: p');
+      expect(textOf(await later.client.callTool({ name: 'echo', arguments: { text: 'p' } }))).toContain(
+        'echo: p',
+      );
     } finally {
       await later.client.close();
     }
@@ -92,7 +106,18 @@ describe('tool policy in 2026-07-28 sessions', () => {
         capabilities: { tools: {} }, resultType: 'complete',
         tools: [{ name: 'secret-admin', inputSchema: { type: 'object' } }, { name: 'echo', inputSchema: { type: 'object' } }] } }) + '\\n');
     } });`;
-    const child = spawnBin(['run', '--backend', 'none', '--quiet', '--deny-tool', 'secret-*', '--', 'node', '-e', server]);
+    const child = spawnBin([
+      'run',
+      '--backend',
+      'none',
+      '--quiet',
+      '--deny-tool',
+      'secret-*',
+      '--',
+      'node',
+      '-e',
+      server,
+    ]);
     child.child.stdin.end(modernRequest('probe', 'server/discover'));
     const out = (await child.result).stdout.toString();
     // Control: the discover answer came through, with the allowed tool.

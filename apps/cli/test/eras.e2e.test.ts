@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { fakeMcpServerBinPath } from '@mcpsandbox/backend-fake';
 import { FAKE_API_KEY, type FakeE2B, startFakeE2B } from '@mcpsandbox/backend-e2b/testing';
+import { fakeMcpServerBinPath } from '@mcpsandbox/backend-fake';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +33,8 @@ const backends: Array<[string, string[], () => Record<string, string>]> = [
 async function surfaceOf(run: string[] | undefined, era: 'modern' | 'legacy', env: Record<string, string>) {
   const server = ['node', V2_SERVER];
   const command = run
-    ? { run: true, args: [...run, '--env', 'MCP_ERA', '--', ...server] } : { run: false, args: [V2_SERVER] };
+    ? { run: true, args: [...run, '--env', 'MCP_ERA', '--', ...server] }
+    : { run: false, args: [V2_SERVER] };
   const { client } = await connectV2(command, era, env);
   try {
     return await surface(client);
@@ -83,10 +84,13 @@ describe.each(backends)('protocol eras through run --backend %s', (_name, flags,
 
   it('a 2025-11-25 client against a new-only server fails exactly as it does direct', async () => {
     const direct = await legacyConnectError([V2_SERVER], { MCP_ERA: 'modern' });
-    const sandboxed = await legacyConnectError([BIN, 'run', ...flags, '--env', 'MCP_ERA', '--', 'node', V2_SERVER], {
-      ...backendEnv(),
-      MCP_ERA: 'modern',
-    });
+    const sandboxed = await legacyConnectError(
+      [BIN, 'run', ...flags, '--env', 'MCP_ERA', '--', 'node', V2_SERVER],
+      {
+        ...backendEnv(),
+        MCP_ERA: 'modern',
+      },
+    );
     expect(direct).toMatch(/Unsupported protocol version: 2025-11-25/);
     expect(sandboxed).toBe(direct);
   });
@@ -126,7 +130,10 @@ function sortedLines(text: string): string[] {
 /** Writes `lines` to a server started directly, then EOF; its whole stdout. */
 function rawExchange(command: string[], lines: string[], env: Record<string, string>): Promise<string> {
   const [file, ...args] = command as [string, ...string[]];
-  const child = spawn(file, args, { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'pipe', 'ignore'] });
+  const child = spawn(file, args, {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
   let out = '';
   child.stdout.on('data', (c: Buffer) => {
     out += c.toString();

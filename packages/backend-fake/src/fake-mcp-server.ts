@@ -311,7 +311,11 @@ class FakeMcpSession {
     if (result === CANCELLED) return;
     // A 2026-07-28 result says whether it is complete (it may instead ask the client for input).
     const modern = record.method === 'server/discover' || isModern(params);
-    await this.#reply(rawId, modern && isObject(result) ? { ...result, resultType: 'complete' } : result, undefined);
+    await this.#reply(
+      rawId,
+      modern && isObject(result) ? { ...result, resultType: 'complete' } : result,
+      undefined,
+    );
   }
 
   #notification(method: string, params: Record<string, unknown>): void {
@@ -342,7 +346,9 @@ class FakeMcpSession {
         return {};
       case 'tools/list':
         // 2026-07-28 lists carry cache hints; this list may not be cached.
-        return isModern(params) ? { tools: FAKE_MCP_TOOLS, ttlMs: 0, cacheScope: 'private' } : { tools: FAKE_MCP_TOOLS };
+        return isModern(params)
+          ? { tools: FAKE_MCP_TOOLS, ttlMs: 0, cacheScope: 'private' }
+          : { tools: FAKE_MCP_TOOLS };
       case 'tools/call':
         return this.#callTool(params, id);
       default:
