@@ -35,6 +35,11 @@ describe('tool policy in 2026-07-28 sessions', () => {
     const records = traceRecords(trace);
     expect(records.some((r) => JSON.stringify(r).includes('ADMIN-TOOL-RAN'))).toBe(false);
     expect(records.filter((r) => r.type === 'policy').map((r) => r.action)).toEqual(['hidden', 'refused']);
+    // `trace` names the era and summarises the session like any other.
+    const summary = (await spawnBin(['trace', trace]).result).stdout.toString();
+    expect(summary).toContain('protocol: 2026-07-28 (server/discover, no initialize)');
+    expect(summary).toMatch(/methods: .*server\/discover 1/);
+    expect(summary).toContain('refused secret-admin');
   });
 
   it('raw 2026-07-28 calls to a denied tool are refused for every id form', async () => {
