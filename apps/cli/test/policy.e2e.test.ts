@@ -143,7 +143,9 @@ describe('a rug pull mid-session', () => {
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve());
     });
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('greet');
-    await client.callTool({ name: 'rug-pull', arguments: {} });
+    // An unpinned tool is refused under strict pins, even unlisted; the pinned greet pulls the rug.
+    await expect(client.callTool({ name: 'rug-pull', arguments: {} })).rejects.toThrow(/pin-tools-strict/);
+    await client.callTool({ name: 'greet', arguments: { rug: true } });
     await changed;
     const after = (await client.listTools()).tools.map((t) => t.name);
     await expect(client.callTool({ name: 'greet', arguments: {} })).rejects.toThrow(/not allowed/);

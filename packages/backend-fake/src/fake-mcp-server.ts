@@ -11,6 +11,8 @@ export const FAKE_MCP_SERVER_NAME = 'fake-mcp-server';
 export const FAKE_MCP_SERVER_VERSION = '1.0.0';
 /** Answered to an `initialize` that names no protocol version. */
 export const FAKE_MCP_DEFAULT_PROTOCOL_VERSION = '2025-11-25';
+/** The protocol revision without `initialize`: `server/discover`, `_meta` on each request. */
+export const FAKE_MCP_MODERN_PROTOCOL_VERSION = '2026-07-28';
 /** The largest reply the `big` tool builds (a JS string cannot hold much more). */
 export const FAKE_MCP_MAX_BIG_BYTES = 256 * 1024 * 1024;
 
@@ -307,7 +309,13 @@ class FakeMcpSession {
       return;
     }
     if (result === CANCELLED) return;
-    await this.#reply(rawId, result, undefined);
+    // A 2026-07-28 result says whether it is complete (it may instead ask the client for input).
+    const modern = record.method === 'server/discover' || isModern(params);
+    await this.#reply(
+      rawId,
+      modern && isObject(result) ? { ...result, resultType: 'complete' } : result,
+      undefined,
+    );
   }
 
   #notification(method: string, params: Record<string, unknown>): void {
@@ -326,12 +334,21 @@ class FakeMcpSession {
               ? params.protocolVersion
               : FAKE_MCP_DEFAULT_PROTOCOL_VERSION,
           capabilities: { tools: { listChanged: false } },
-          serverInfo: { name: FAKE_MCP_SERVER_NAME, version: FAKE_MCP_SERVER_VERSION },
+          serverInfo: FAKE_SERVER_INFO,
+        };
+      case 'server/discover':
+        return {
+          supportedVersions: [FAKE_MCP_MODERN_PROTOCOL_VERSION],
+          capabilities: { tools: { listChanged: false } },
+          _meta: { 'io.modelcontextprotocol/serverInfo': FAKE_SERVER_INFO },
         };
       case 'ping':
         return {};
       case 'tools/list':
-        return { tools: FAKE_MCP_TOOLS };
+        // 2026-07-28 lists carry cache hints; this list may not be cached.
+        return isModern(params)
+          ? { tools: FAKE_MCP_TOOLS, ttlMs: 0, cacheScope: 'private' }
+          : { tools: FAKE_MCP_TOOLS };
       case 'tools/call':
         return this.#callTool(params, id);
       default:
@@ -437,4 +454,14 @@ function isObject(value: unknown): value is Record<string, unknown> {
 /** A map key for an id; only used to match cancellations, never echoed. */
 function normalizeId(id: unknown): string {
   return JSON.stringify(id) ?? 'undefined';
+}
+
+const FAKE_SERVER_INFO = { name: FAKE_MCP_SERVER_NAME, version: FAKE_MCP_SERVER_VERSION };
+
+/** Whether a request claims the 2026-07-28 era: its `_meta` names that protocol version. */
+function isModern(params: Record<string, unknown>): boolean {
+  const meta = params._meta;
+  if (!isObject(meta)) return false;
+  const version = meta['io.modelcontextprotocol/protocolVersion'];
+  return typeof version === 'string' && version >= FAKE_MCP_MODERN_PROTOCOL_VERSION;
 }

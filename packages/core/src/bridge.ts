@@ -133,6 +133,11 @@ class Bridge {
   readonly #inflight = new Map<string, string>();
   /** Ids of `tools/list` requests whose responses the policy filters. */
   readonly #toolLists = new Set<string>();
+  /**
+   * Ids of `server/discover` and `initialize` requests: their results describe the server, and a
+   * `tools` array a hostile server adds to one is filtered like a list (2026-07-28 defines none).
+   */
+  readonly #descriptions = new Set<string>();
   readonly #policy: ToolPolicy | undefined;
   #inflightDrained: Deferred<void> | undefined;
   #dropped = 0;
@@ -433,6 +438,8 @@ class Bridge {
         }
         this.#toolLists.delete(idKey);
         forward = filtered;
+      } else if (this.#descriptions.delete(idKey)) {
+        forward = this.#filterTools(info, whole, 'description') ?? whole;
       }
       this.#settle(idKey);
     }
@@ -467,6 +474,7 @@ class Bridge {
       for (const [idKey, idText] of this.#looseMatches(reading.idTexts)) owed.set(idKey, idText);
     for (const [idKey, idText] of owed) {
       this.#toolLists.delete(idKey);
+      this.#descriptions.delete(idKey);
       this.#answer(
         idKey,
         idText,
@@ -492,6 +500,10 @@ class Bridge {
     const policy = this.#policy as ToolPolicy;
     if (info.method === 'tools/list') {
       this.#toolLists.add(info.idKey as string);
+      return true;
+    }
+    if (info.method === 'server/discover' || info.method === 'initialize') {
+      this.#descriptions.add(info.idKey as string);
       return true;
     }
     if (info.method !== 'tools/call') return true;
@@ -533,19 +545,22 @@ class Bridge {
 
   /**
    * Filters a `tools/list` result: this one response is re-serialized, every other byte stays
-   * verbatim. Undefined for a result a client could read tools from that this cannot check.
+   * verbatim. Undefined for a result a client could read tools from that this cannot check. A
+   * `description` (a discover or initialize result) need not list tools, and what it lists is
+   * hidden by the rules but never pinned: only `tools/list` says what the tools are.
    */
-  #filterTools(info: MessageInfo, line: Buffer): Buffer | undefined {
+  #filterTools(info: MessageInfo, line: Buffer, kind: 'list' | 'description' = 'list'): Buffer | undefined {
     const policy = this.#policy as ToolPolicy;
     const message = info.value as { result?: unknown };
     if (!Object.hasOwn(message, 'result')) return line;
     const result = message.result as { tools?: unknown } | null;
-    if (typeof result !== 'object' || result === null || !Array.isArray(result.tools)) return undefined;
+    if (typeof result !== 'object' || result === null || !Array.isArray(result.tools))
+      return kind === 'list' ? undefined : line;
     const tools = (result.tools as unknown[]).filter(
       (t): t is ToolDescription =>
         typeof t === 'object' && t !== null && typeof (t as ToolDescription).name === 'string',
     );
-    for (const { tool, change } of policy.review(tools)) {
+    for (const { tool, change } of kind === 'list' ? policy.review(tools) : []) {
       this.#o.logger.warn(`tool ${JSON.stringify(tool)} was ${change} since the tools were pinned`);
       this.#trace?.event('pin-drift', { tool, change });
     }

@@ -75,7 +75,9 @@ export class ToolPolicy {
     if (this.#allow.length > 0 && !this.#allow.some(([, re]) => re.test(tool))) {
       return { allowed: false, rule: `allow ${this.#allow.map(([g]) => g).join(',')}`, reason: 'allow' };
     }
-    if (this.#strict && this.#drifted.has(tool))
+    // Strict pins are an allowlist: a tool never pinned is refused even when it was never listed,
+    // since a 2026-07-28 client may call from a cached list without listing again.
+    if (this.#strict && (this.#drifted.has(tool) || !this.#pinned || !Object.hasOwn(this.#pinned, tool)))
       return { allowed: false, rule: 'pin-tools-strict', reason: 'pin' };
     return { allowed: true };
   }

@@ -60,6 +60,12 @@ export interface SessionSummary {
   durationMs: number | null;
   messages: { clientToServer: number; serverToClient: number };
   bytes: { clientToServer: number; serverToClient: number };
+  /**
+   * The protocol the client asked for: `legacy` (an `initialize`, 2025-11-25 and before) or
+   * `modern` (2026-07-28: `server/discover`, the version in each request's `_meta`); null when
+   * the trace holds neither.
+   */
+  protocol: { era: 'legacy' | 'modern'; version: string | null } | null;
   /** Requests and notifications by method, both directions. */
   methods: Record<string, number>;
   tools: Record<string, ToolStats>;
@@ -144,6 +150,7 @@ export function summarizeTrace(text: string): TraceSummary {
         const id = message.id === undefined ? undefined : JSON.stringify(message.id);
         if (method) {
           session.methods[method] = (session.methods[method] ?? 0) + 1;
+          if (toServer) session.protocol ??= protocolOf(method, message.params);
           if (toServer && id !== undefined) {
             const params = message.params as { name?: unknown } | undefined;
             const tool = method === 'tools/call' && typeof params?.name === 'string' ? params.name : null;
@@ -235,6 +242,7 @@ function emptySession(start: TraceRecord): SessionSummary {
     durationMs: null,
     messages: { clientToServer: 0, serverToClient: 0 },
     bytes: { clientToServer: 0, serverToClient: 0 },
+    protocol: null,
     methods: {},
     tools: {},
     unanswered: 0,
@@ -253,4 +261,15 @@ function percentile(sorted: readonly number[], p: number): number | null {
   if (sorted.length === 0) return null;
   const index = Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1);
   return sorted[Math.max(0, index)] as number;
+}
+
+/** The era and version a client request names: `initialize` params, or a 2026-07-28 `_meta`. */
+function protocolOf(method: string, params: unknown): SessionSummary['protocol'] {
+  if (typeof params !== 'object' || params === null) return null;
+  const p = params as { protocolVersion?: unknown; _meta?: Record<string, unknown> };
+  if (method === 'initialize')
+    return { era: 'legacy', version: typeof p.protocolVersion === 'string' ? p.protocolVersion : null };
+  const claimed = p._meta?.['io.modelcontextprotocol/protocolVersion'];
+  if (typeof claimed === 'string') return { era: 'modern', version: claimed };
+  return method === 'server/discover' ? { era: 'modern', version: null } : null;
 }

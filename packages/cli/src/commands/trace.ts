@@ -109,6 +109,7 @@ function formatSession(s: SessionSummary): string[] {
   const lines = [
     `session ${s.sessionId ?? '?'} · backend ${s.backend ?? '?'} (${s.isolation ?? '?'}) · ${seconds(s.durationMs)} · ${ended}`,
     `command: ${s.command.join(' ')}`,
+    `protocol: ${protocolText(s.protocol)}`,
     `messages: ${s.messages.clientToServer} to server (${bytes(s.bytes.clientToServer)}), ${s.messages.serverToClient} to client (${bytes(s.bytes.serverToClient)})`,
   ];
   const methods = Object.entries(s.methods).sort((a, b) => b[1] - a[1]);
@@ -232,4 +233,10 @@ function ms(value: number | null): string {
 
 function seconds(value: number | null): string {
   return value === null ? '?' : `${(value / 1000).toFixed(2)} s`;
+}
+
+function protocolText(protocol: SessionSummary['protocol']): string {
+  if (!protocol) return 'unknown (no initialize or server/discover in the trace)';
+  const how = protocol.era === 'modern' ? 'server/discover, no initialize' : 'initialize';
+  return `${protocol.version ?? '?'} (${how})`;
 }
