@@ -23,3 +23,18 @@ export {
   StateInUseError,
 } from './state.js';
 export { ALWAYS_HIDDEN, SANDBOX_HOME } from './view.js';
+
+// --- host side shared with backend-srt (moving to its own package) ---
+// The egress decision and proxy, the denial records and hints, the npx install step and its
+// pins, named state and the command's own files: the srt backend reuses them as they are.
+export { DenialReporter } from './egress.js';
+export { type NetGrant, parseGrant } from './grants.js';
+export { endNamespace, identifyInit, type NamespaceInit } from './namespace.js';
+export { type NpxCacheOptions, prepareNpx } from './npx.js';
+export { ownFiles } from './own-files.js';
+export { EgressProxy } from './proxy.js';
+export { checkStateName, openState, type StateDirs } from './state.js';
+export { planTlsTrust } from './tls-trust.js';
+export { type Bind, commandBinds, isInside, locateCommand } from './view.js';
+export { checkMountsSpareHostState, defaultNpmCache } from './local.js';
+// --- end host side shared with backend-srt
