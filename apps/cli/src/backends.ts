@@ -24,7 +24,9 @@ export const builtInBackends: BackendRegistry = {
       const { createSrtBackend } = await import('@mcpsandbox/backend-srt');
       const backend = createSrtBackend(options);
       const status = await echoTrial(backend, [process.execPath, '-e', ECHO_PROGRAM]);
-      return status.usable ? { ...status, summary: `${status.summary}; ${backend.describe?.() ?? ''}` } : status;
+      return status.usable
+        ? { ...status, summary: `${status.summary}; ${backend.describe?.() ?? ''}` }
+        : status;
     },
   },
   e2b: {

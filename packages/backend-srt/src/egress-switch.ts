@@ -1,6 +1,6 @@
-import { createServer, type Server, type Socket } from 'node:net';
-import { type Logger, SandboxFailureError, type SandboxEvent } from '@mcpsandbox/core';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { DenialReporter, EgressProxy, type NetGrant } from '@mcpsandbox/backend-local';
+import { type Logger, type SandboxEvent, SandboxFailureError } from '@mcpsandbox/core';
 
 /** Who the proxy serves now: one session's grants, its trace and its hints. */
 export interface EgressPolicy {
@@ -16,32 +16,44 @@ export interface EgressPolicy {
  * and denial hints; with no holder it is cut. One session holds it at a time.
  */
 export class EgressSwitch {
-  readonly #listener: Server;
+  readonly #listeners: readonly Server[];
   #current: { readonly proxy: EgressProxy; readonly inbox: Server; readonly owner: symbol } | undefined;
 
-  private constructor(listener: Server) {
-    this.#listener = listener;
-    listener.on('connection', (socket: Socket) => {
-      socket.on('error', () => socket.destroy());
-      if (this.#current) this.#current.inbox.emit('connection', socket);
-      else socket.destroy();
-    });
-    listener.on('error', () => {});
+  private constructor(listeners: readonly Server[]) {
+    this.#listeners = listeners;
+    for (const listener of listeners) {
+      listener.on('connection', (socket: Socket) => {
+        socket.on('error', () => socket.destroy());
+        if (this.#current) this.#current.inbox.emit('connection', socket);
+        else socket.destroy();
+      });
+      listener.on('error', () => {});
+    }
   }
 
+  /**
+   * Loopback only, on one port for both families: srt's bridge dials `localhost`, which may be
+   * either (macOS resolves it to ::1 first).
+   */
   static async open(): Promise<EgressSwitch> {
-    const listener = createServer();
-    await new Promise<void>((resolve, reject) => {
-      listener.once('error', reject);
-      listener.listen(0, '127.0.0.1', () => resolve());
-    });
-    listener.unref();
-    return new EgressSwitch(listener);
+    const listen = (host: string, port: number) =>
+      new Promise<Server>((resolve, reject) => {
+        const listener = createServer();
+        listener.once('error', reject);
+        listener.listen(port, host, () => {
+          listener.unref();
+          resolve(listener);
+        });
+      });
+    const v4 = await listen('127.0.0.1', 0);
+    const port = (v4.address() as AddressInfo).port;
+    const v6 = await listen('::1', port).catch(() => undefined);
+    return new EgressSwitch(v6 ? [v4, v6] : [v4]);
   }
 
   get port(): number {
-    const address = this.#listener.address();
-    if (address === null || typeof address === 'string') throw new Error('egress listener has no port');
+    const address = this.#listeners[0]?.address();
+    if (!address || typeof address === 'string') throw new Error('egress listener has no port');
     return address.port;
   }
 

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { type SandboxRuntimeConfig, SandboxManager } from '@anthropic-ai/sandbox-runtime';
+import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
 import { BackendUnavailableError } from '@mcpsandbox/core';
 import { EgressSwitch } from './egress-switch.js';
 import { type SrtPlatform, srtPlatformOf } from './policy.js';
@@ -15,10 +15,16 @@ export interface SrtEngine {
   readonly egress: EgressSwitch;
   /** The loopback port inside the sandbox where the proxy is reached (srt's bridge on Linux). */
   readonly insideProxyPort: number;
+  /** srt's Linux bridge sockets (in the OS temp dir, which is denied): shown so egress works. */
+  readonly bridgeSockets: readonly string[];
 }
 
 /** What each OS's engine enforces, for `doctor`, the start-up line and the README. */
-export function enforcedBy(platform: SrtPlatform): { readonly engine: string; readonly enforces: string; readonly gaps: string } {
+export function enforcedBy(platform: SrtPlatform): {
+  readonly engine: string;
+  readonly enforces: string;
+  readonly gaps: string;
+} {
   if (platform === 'macos') {
     return {
       engine: 'Seatbelt (sandbox-exec)',
@@ -95,11 +101,15 @@ async function start(nodePlatform: NodeJS.Platform): Promise<SrtEngine> {
     packageDir: srtPackageDir(),
     egress,
     insideProxyPort: platform === 'linux' ? 3128 : egress.port,
+    bridgeSockets: [SandboxManager.getLinuxHttpSocketPath(), SandboxManager.getLinuxSocksSocketPath()].filter(
+      (path): path is string => typeof path === 'string',
+    ),
   };
 }
 
 export function installHint(platform: SrtPlatform): string {
-  if (platform === 'linux') return 'Install bubblewrap, socat and ripgrep (apt-get install bubblewrap socat ripgrep)';
+  if (platform === 'linux')
+    return 'Install bubblewrap, socat and ripgrep (apt-get install bubblewrap socat ripgrep)';
   if (platform === 'macos') return 'Install ripgrep (brew install ripgrep); sandbox-exec ships with macOS';
   return "Install srt's Windows sandbox (npx @anthropic-ai/sandbox-runtime windows-install) from an elevated prompt";
 }

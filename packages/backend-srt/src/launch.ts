@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { SandboxManager } from '@anthropic-ai/sandbox-runtime';
-import { startChild } from './spawn.js';
 import type { SrtFilesystem, SrtPlatform } from './policy.js';
+import { startChild } from './spawn.js';
 
 /** One argument for `sh -c`, whatever bytes it holds. */
 export function shellQuote(arg: string): string {

@@ -182,24 +182,30 @@ export class SrtSandbox implements Sandbox {
 
   async #spawn(plan: Spawn): Promise<ChildSandboxProcess> {
     this.#assertOpen();
-    const { engine, hostEnv, logger, spec } = this.#config;
+    const { engine, hostEnv, logger } = this.#config;
     const [name, ...args] = plan.command;
     if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
     const cwd = plan.cwd ?? plan.home;
     const found = locateCommand(name, hostEnv.PATH, cwd);
-    if (found === undefined) throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
+    if (found === undefined)
+      throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
     const roots = this.#roots();
     // The runtime the command needs: the command, its interpreter, our own node (for `#!/usr/bin/env node`).
-    const runtime = [
-      ...commandBinds(found, roots).binds,
-      ...commandBinds(process.execPath, roots).binds,
-    ].map((bind) => bind.source);
+    const runtime = [...commandBinds(found, roots).binds, ...commandBinds(process.execPath, roots).binds].map(
+      (bind) => bind.source,
+    );
     this.#checkEngineUnwritable(plan.readWrite);
     const fsPlan: FsPlan = {
       platform: engine.platform,
       hostHome: this.#config.hostHome,
       privateDirs: [plan.home, this.#tmp],
-      readOnly: [...runtime, engine.packageDir, ...this.#config.trust.files, ...plan.readOnly],
+      readOnly: [
+        ...runtime,
+        engine.packageDir,
+        ...engine.bridgeSockets,
+        ...this.#config.trust.files,
+        ...plan.readOnly,
+      ],
       readWrite: plan.readWrite,
       tmp: this.#config.stateDir,
     };
@@ -209,13 +215,13 @@ export class SrtSandbox implements Sandbox {
       HOME: plan.home,
       TMPDIR: this.#tmp,
       LANG: hostEnv.LANG || 'C.UTF-8',
-      // Always through the proxy, granted or not: a refused host is reported with its hint.
+      // Always through the proxy, granted or not: a refused host is reported with its hint. No
+      // NO_PROXY: the sandbox's loopback holds nothing but srt's bridge, and a grant of the host's
+      // 127.0.0.1:port goes through the proxy like any other.
       HTTP_PROXY: proxy,
       HTTPS_PROXY: proxy,
       http_proxy: proxy,
       https_proxy: proxy,
-      NO_PROXY: 'localhost,127.0.0.1,::1',
-      no_proxy: 'localhost,127.0.0.1,::1',
       NODE_USE_ENV_PROXY: '1',
       ...plan.env,
     };
@@ -247,7 +253,8 @@ export class SrtSandbox implements Sandbox {
       // SIGTERM is for the command, not for srt's launchers: what runs below the namespace's
       // init (Linux), or below the launcher (macOS, where the launchers pass it on by exec).
       if (nsInit) signalAll(commandTree(nsInit.pid), sig);
-      else if (process.platform === 'linux') void init.then((found) => found && signalAll(commandTree(found.pid), sig));
+      else if (process.platform === 'linux')
+        void init.then((found) => found && signalAll(commandTree(found.pid), sig));
       else signalAll([-pid, ...descendants(pid)], sig);
     };
     const proc = adaptChildProcess(child, { signal });
@@ -264,8 +271,7 @@ export class SrtSandbox implements Sandbox {
 
   /** One proxy policy at a time: an exec with other grants waits for none, it is refused. */
   #useGrants(grants: readonly NetGrant[], onEvent: ((event: SandboxEvent) => void) | undefined): void {
-    const same = (a: readonly NetGrant[], b: readonly NetGrant[]) =>
-      JSON.stringify(a) === JSON.stringify(b);
+    const same = (a: readonly NetGrant[], b: readonly NetGrant[]) => JSON.stringify(a) === JSON.stringify(b);
     if (this.#grantsInUse && this.#live.size > 0 && !same(this.#grantsInUse, grants)) {
       throw new SandboxFailureError(
         'the srt backend cannot run two processes with different network grants at once in one session',
@@ -313,7 +319,10 @@ export class SrtSandbox implements Sandbox {
         await proc.kill('SIGKILL');
         const found = await init;
         const left = found ? await endNamespace(found) : [];
-        if (left.length > 0) this.#config.logger.warn(`sandbox ${this.id}: killed ${left.length} process(es) left after its init`);
+        if (left.length > 0)
+          this.#config.logger.warn(
+            `sandbox ${this.id}: killed ${left.length} process(es) left after its init`,
+          );
         await proc.exit;
       }),
     );
@@ -342,4 +351,3 @@ function realOrSelf(path: string): string {
     return path;
   }
 }
-
