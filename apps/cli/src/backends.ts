@@ -6,9 +6,28 @@ import { type BackendRegistry, echoTrial } from '@mcpsandbox/cli';
 /** The backends that ship with the binary. This is the one place that names them. */
 export const builtInBackends: BackendRegistry = {
   local: {
-    summary: 'OS sandbox on this machine: Linux namespaces via bubblewrap (default)',
+    summary:
+      "OS sandbox on this machine: bubblewrap on Linux (default), srt's Seatbelt on macOS, srt on Windows",
     ignores: ['--template'],
-    create: async (options) => (await import('@mcpsandbox/backend-local')).createLocalBackend(options),
+    // One config works on every OS: `local` is whatever OS sandbox this machine has.
+    create: async (options) =>
+      process.platform === 'linux'
+        ? (await import('@mcpsandbox/backend-local')).createLocalBackend(options)
+        : (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
+  },
+  srt: {
+    summary: "Anthropic's sandbox-runtime: Seatbelt on macOS, bubblewrap on Linux, srt-win on Windows",
+    ignores: ['--template'],
+    create: async (options) => (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
+    // A real session (the echo probe under srt), then what the engine enforces here.
+    probe: async (options) => {
+      const { createSrtBackend } = await import('@mcpsandbox/backend-srt');
+      const backend = createSrtBackend(options);
+      const status = await echoTrial(backend, [process.execPath, '-e', ECHO_PROGRAM]);
+      return status.usable
+        ? { ...status, summary: `${status.summary}; ${backend.describe?.() ?? ''}` }
+        : status;
+    },
   },
   e2b: {
     summary: 'E2B Firecracker micro-VM in the cloud (needs E2B_API_KEY)',
@@ -59,3 +78,6 @@ export const builtInBackends: BackendRegistry = {
 };
 
 export const DEFAULT_BACKEND = 'local';
+
+/** Echoes stdin to stdout: the doctor's trial program for srt. */
+const ECHO_PROGRAM = 'process.stdin.pipe(process.stdout)';

@@ -1,0 +1,99 @@
+import { homedir, tmpdir } from 'node:os';
+import {
+  checkMountsSpareHostState,
+  checkStateName,
+  defaultNpmCache,
+  defaultStateRoot,
+  type NpxCacheOptions,
+  openState,
+  parseGrant,
+  planTlsTrust,
+} from '@mcpsandbox/backend-local';
+import {
+  type BackendFactoryOptions,
+  type SandboxBackend,
+  SPECIFICATION_VERSION,
+  silentLogger,
+} from '@mcpsandbox/core';
+import { enforcedBy, SRT_VERSION, srtEngine } from './engine.js';
+import { checkPathMounts, srtPlatformOf, userDataRoots } from './policy.js';
+import { SrtSandbox } from './sandbox.js';
+
+export interface SrtBackendOptions extends BackendFactoryOptions {
+  /** Host directory for each session's private home and tmp (default: the OS temp dir). */
+  readonly stateDir?: string;
+  /** Root of the persistent npx install cache (default `$XDG_CACHE_HOME/mcp-sandbox/npm`). */
+  readonly npmCacheDir?: string;
+  /** The npm registry installs may reach (default: `npm config get registry`). */
+  readonly npmRegistry?: string;
+  /** The OS to act for (default `process.platform`); tests of the refusals use it. */
+  readonly platform?: NodeJS.Platform;
+}
+
+/**
+ * The `srt` backend: each process runs under Anthropic's sandbox-runtime (Seatbelt on macOS,
+ * bubblewrap on Linux) with this product's defaults: no host files but what the session needs,
+ * a private home and tmp, the environment exactly the allowlist, egress only through the host
+ * proxy with the session's grants. Construction does no I/O; the first `create` starts srt.
+ */
+export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBackend {
+  const logger = options.logger ?? silentLogger;
+  const hostEnv = options.hostEnv ?? process.env;
+  const settings = options.settings ?? {};
+  const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
+  const autoMount = settings.autoMount !== 'false';
+  const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
+  for (const host of installHosts) parseGrant(host);
+  const tlsTrust = !['off', 'false', '0', 'no'].includes(settings.hostTlsTrust ?? 'on');
+  const platform = srtPlatformOf(options.platform ?? process.platform);
+  const facts = platform ? enforcedBy(platform) : undefined;
+  return {
+    specificationVersion: SPECIFICATION_VERSION,
+    id: 'srt',
+    isolation: 'os',
+    describe: () =>
+      facts
+        ? `sandbox-runtime ${SRT_VERSION}, ${facts.engine}: ${facts.enforces}${facts.gaps.startsWith('none') ? '' : `; ${facts.gaps}`}`
+        : `sandbox-runtime ${SRT_VERSION}: not available on ${process.platform}`,
+    async create(spec, createOptions) {
+      checkPathMounts(spec.mounts ?? []);
+      const grants = (spec.network?.allow ?? []).map(parseGrant);
+      const engine = await srtEngine(options.platform ?? process.platform);
+      createOptions?.signal?.throwIfAborted();
+      const home = hostEnv.HOME ?? homedir();
+      const npm: NpxCacheOptions = {
+        cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultNpmCache(hostEnv, home, false),
+        hostEnv,
+        ...(installHosts.length > 0 ? { installHosts } : {}),
+        ...((options.npmRegistry ?? settings.npmRegistry)
+          ? { registry: options.npmRegistry ?? settings.npmRegistry }
+          : {}),
+      };
+      const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
+      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, false);
+      checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
+      if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
+      const trust = tlsTrust ? planTlsTrust(hostEnv, userDataRoots(engine.platform, home)) : undefined;
+      for (const note of trust?.notes ?? []) logger.warn(note);
+      const trustEnv: Record<string, string> = {};
+      const trustFiles: string[] = [];
+      for (const entry of trust?.entries ?? []) {
+        trustEnv[entry.name] = entry.value;
+        trustFiles.push(...entry.binds.map((bind) => bind.source));
+      }
+      return new SrtSandbox({
+        spec,
+        engine,
+        grants,
+        hostEnv,
+        hostHome: home,
+        stateDir,
+        ...(stateName ? { state: openState(stateRoot, stateName, undefined) } : {}),
+        autoMount,
+        npm,
+        trust: { env: trustEnv, files: trustFiles },
+        logger,
+      });
+    },
+  };
+}

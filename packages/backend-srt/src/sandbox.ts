@@ -1,0 +1,353 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import {
+  type Bind,
+  commandBinds,
+  endNamespace,
+  isInside,
+  locateCommand,
+  type NamespaceInit,
+  type NetGrant,
+  type NpxCacheOptions,
+  ownFiles,
+  parseGrant,
+  prepareNpx,
+  type StateDirs,
+} from '@mcpsandbox/backend-local';
+import {
+  adaptChildProcess,
+  armTtl,
+  type ChildSandboxProcess,
+  defaultPinLockFile,
+  type ExecOptions,
+  type KillSignal,
+  type Logger,
+  type NetworkSpec,
+  type PrepareOptions,
+  pinNpxSpec,
+  type Sandbox,
+  type SandboxEvent,
+  SandboxFailureError,
+  type SandboxSpec,
+} from '@mcpsandbox/core';
+import type { SrtEngine } from './engine.js';
+import { launch } from './launch.js';
+import { type FsPlan, srtFilesystem, userDataRoots } from './policy.js';
+import { commandTree, descendants, findNamespaceInit, signalAll } from './process-tree.js';
+
+export interface SrtSandboxConfig {
+  readonly spec: SandboxSpec;
+  readonly engine: SrtEngine;
+  readonly grants: readonly NetGrant[];
+  readonly hostEnv: Readonly<Record<string, string | undefined>>;
+  readonly hostHome: string;
+  readonly stateDir: string;
+  readonly state?: StateDirs;
+  readonly autoMount: boolean;
+  readonly npm: NpxCacheOptions;
+  /** TLS trust variables that cross, and the files they name (read-only). */
+  readonly trust: { readonly env: Readonly<Record<string, string>>; readonly files: readonly string[] };
+  readonly logger: Logger;
+}
+
+interface Spawn {
+  readonly command: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly grants: readonly NetGrant[];
+  readonly readOnly: readonly string[];
+  readonly readWrite: readonly string[];
+  /** The home this process gets (a throwaway one for an install step). */
+  readonly home: string;
+  readonly cwd?: string;
+  readonly onEvent?: (event: SandboxEvent) => void;
+}
+
+interface Live {
+  readonly proc: ChildSandboxProcess;
+  readonly init: Promise<NamespaceInit | undefined>;
+}
+
+/**
+ * One session on srt: a private home and tmp on the host (or the `--state` home), every process
+ * wrapped by srt with this session's filesystem plan, the environment exactly the allowlist, and
+ * egress only through the host-side proxy with this session's grants.
+ */
+export class SrtSandbox implements Sandbox {
+  readonly id = `srt-${randomUUID()}`;
+  readonly #config: SrtSandboxConfig;
+  readonly #owner = Symbol('srt session');
+  readonly #root: string;
+  readonly #home: string;
+  readonly #tmp: string;
+  readonly #live = new Set<Live>();
+  readonly #disarmTtl: () => void;
+  /** The server's installed package, read-only for every later exec. */
+  readonly #installed: string[] = [];
+  /** Paths the prepared command names inside, mapped to where they are on the host. */
+  readonly #translate: Bind[] = [];
+  #grantsInUse: readonly NetGrant[] | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(config: SrtSandboxConfig) {
+    this.#config = config;
+    // realpath: srt compares resolved paths (macOS's /var is /private/var).
+    this.#root = realpathSync(mkdtempSync(join(config.stateDir, 'mcp-sandbox-srt-')));
+    this.#home = config.state?.home ?? join(this.#root, 'home');
+    this.#tmp = join(this.#root, 'tmp');
+    mkdirSync(this.#home, { recursive: true, mode: 0o700 });
+    mkdirSync(this.#tmp, { mode: 0o700 });
+    // Holding the switch now: a second session in this process fails at create, not mid-way.
+    config.engine.egress.hold(this.#owner, this.#policy(config.grants, config.spec.onEvent));
+    this.#disarmTtl = armTtl(config.spec, () => void this.close());
+  }
+
+  #policy(grants: readonly NetGrant[], onEvent: ((event: SandboxEvent) => void) | undefined) {
+    return { grants, logger: this.#config.logger, ...(onEvent ? { onEvent } : {}) };
+  }
+
+  async exec(command: readonly string[], options: ExecOptions = {}): Promise<ChildSandboxProcess> {
+    const { spec } = this.#config;
+    const own =
+      this.#config.autoMount && options.purpose !== 'setup'
+        ? ownFiles(command, process.cwd(), this.#roots(), this.#config.hostHome)
+        : undefined;
+    for (const bind of own?.binds ?? []) {
+      this.#config.logger.info(
+        `showing ${bind.source} read-only at the same path: the server's own files (--no-auto-mount turns this off)`,
+      );
+      spec.onEvent?.({ type: 'auto-mount', path: bind.source });
+    }
+    const grants = options.network ? options.network.allow.map(parseGrant) : this.#config.grants;
+    const mounts = options.purpose === 'setup' ? [] : (spec.mounts ?? []);
+    return this.#spawn({
+      command: this.#translated(own?.command ?? command),
+      env: { ...this.#config.trust.env, ...(options.purpose === 'setup' ? {} : spec.env), ...options.env },
+      grants,
+      readOnly: [
+        ...this.#installed,
+        ...(own?.binds ?? []).map((bind) => bind.source),
+        ...mounts.filter((m) => m.mode === 'ro').map((m) => m.hostPath),
+      ],
+      readWrite: mounts.filter((m) => m.mode === 'rw').map((m) => m.hostPath),
+      home: this.#home,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    });
+  }
+
+  /**
+   * `npx -y pkg`: the shared install step (registry only, pinned), run here in a throwaway home
+   * with its own install prefix as the one writable path. srt shows paths in place, so the
+   * step's and the command's inside paths are turned into the host paths they stand for.
+   */
+  async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
+    this.#assertOpen();
+    const { hostEnv, hostHome, logger, spec } = this.#config;
+    const result = await prepareNpx(command, options, {
+      cache: this.#config.npm,
+      runAs: undefined,
+      onEvent: spec.onEvent,
+      logger,
+      pin: (pkg, registry, trust) =>
+        pinNpxSpec(pkg, { registry, trust, lockFile: defaultPinLockFile(hostEnv, hostHome), logger }),
+      install: async (argv, binds, network, env, onEvent) => {
+        const home = mkdtempSync(join(this.#root, 'install-'));
+        const proc = await this.#spawn({
+          command: translate(argv, binds),
+          env,
+          grants: network.allow.map(parseGrant),
+          readOnly: binds.filter((b) => b.mode === 'ro').map((b) => b.source),
+          readWrite: binds.filter((b) => b.mode === 'rw').map((b) => b.source),
+          home,
+          onEvent,
+        });
+        void proc.exit.then(() => rmSync(home, { recursive: true, force: true }));
+        return proc;
+      },
+    });
+    if (result.bind) {
+      this.#translate.push(result.bind);
+      this.#installed.push(result.bind.source);
+    }
+    return this.#translated(result.command);
+  }
+
+  #translated(command: readonly string[]): string[] {
+    return translate(command, this.#translate);
+  }
+
+  #roots(): string[] {
+    return userDataRoots(this.#config.engine.platform, this.#config.hostHome, this.#config.stateDir);
+  }
+
+  async #spawn(plan: Spawn): Promise<ChildSandboxProcess> {
+    this.#assertOpen();
+    const { engine, hostEnv, logger } = this.#config;
+    const [name, ...args] = plan.command;
+    if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
+    const cwd = plan.cwd ?? plan.home;
+    const found = locateCommand(name, hostEnv.PATH, cwd);
+    if (found === undefined)
+      throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
+    const roots = this.#roots();
+    // The runtime the command needs: the command, its interpreter, our own node (for `#!/usr/bin/env node`).
+    const runtime = [...commandBinds(found, roots).binds, ...commandBinds(process.execPath, roots).binds].map(
+      (bind) => bind.source,
+    );
+    this.#checkEngineUnwritable(plan.readWrite);
+    const fsPlan: FsPlan = {
+      platform: engine.platform,
+      hostHome: this.#config.hostHome,
+      privateDirs: [plan.home, this.#tmp],
+      readOnly: [
+        ...runtime,
+        engine.packageDir,
+        ...engine.bridgeSockets,
+        ...this.#config.trust.files,
+        ...plan.readOnly,
+      ],
+      readWrite: plan.readWrite,
+      tmp: this.#config.stateDir,
+    };
+    const proxy = `http://127.0.0.1:${engine.insideProxyPort}`;
+    const env: Record<string, string> = {
+      PATH: [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'].join(':'),
+      HOME: plan.home,
+      TMPDIR: this.#tmp,
+      LANG: hostEnv.LANG || 'C.UTF-8',
+      // Always through the proxy, granted or not: a refused host is reported with its hint. No
+      // NO_PROXY: the sandbox's loopback holds nothing but srt's bridge, and a grant of the host's
+      // 127.0.0.1:port goes through the proxy like any other.
+      HTTP_PROXY: proxy,
+      HTTPS_PROXY: proxy,
+      http_proxy: proxy,
+      https_proxy: proxy,
+      NODE_USE_ENV_PROXY: '1',
+      ...plan.env,
+    };
+    this.#useGrants(plan.grants, plan.onEvent);
+    const child = await launch([found, ...args], env, {
+      platform: engine.platform,
+      filesystem: srtFilesystem(fsPlan),
+      cwd,
+      hostPath: hostEnv.PATH ?? '/usr/bin:/bin',
+    });
+    let exited = false;
+    child.once('exit', () => {
+      exited = true;
+    });
+    const pid = child.pid as number;
+    const init = findNamespaceInit(pid, () => !exited);
+    let nsInit: NamespaceInit | undefined;
+    void init.then((found) => {
+      nsInit = found;
+    });
+    const signal = (sig: KillSignal) => {
+      if (sig === 'SIGKILL') {
+        // The group and every descendant (one that left the group, on macOS); on Linux the
+        // namespace's init too, which takes everything inside with it.
+        signalAll([-pid, ...descendants(pid)], 'SIGKILL');
+        void init.then((found) => found && endNamespace(found));
+        return;
+      }
+      // SIGTERM is for the command, not for srt's launchers: what runs below the namespace's
+      // init (Linux), or below the launcher (macOS, where the launchers pass it on by exec).
+      if (nsInit) signalAll(commandTree(nsInit.pid), sig);
+      else if (process.platform === 'linux')
+        void init.then((found) => found && signalAll(commandTree(found.pid), sig));
+      else signalAll([-pid, ...descendants(pid)], sig);
+    };
+    const proc = adaptChildProcess(child, { signal });
+    const live: Live = { proc, init };
+    this.#live.add(live);
+    void proc.exit.then(() => {
+      this.#live.delete(live);
+      if (this.#live.size === 0) this.#grantsInUse = undefined;
+    });
+    if (this.#closing) await proc.kill('SIGKILL');
+    logger.debug(`srt: started ${found}`);
+    return proc;
+  }
+
+  /** One proxy policy at a time: an exec with other grants waits for none, it is refused. */
+  #useGrants(grants: readonly NetGrant[], onEvent: ((event: SandboxEvent) => void) | undefined): void {
+    const same = (a: readonly NetGrant[], b: readonly NetGrant[]) => JSON.stringify(a) === JSON.stringify(b);
+    if (this.#grantsInUse && this.#live.size > 0 && !same(this.#grantsInUse, grants)) {
+      throw new SandboxFailureError(
+        'the srt backend cannot run two processes with different network grants at once in one session',
+        { code: 'E_SRT_BUSY' },
+      );
+    }
+    this.#grantsInUse = grants;
+    const { spec } = this.#config;
+    const both = onEvent
+      ? (event: SandboxEvent) => {
+          spec.onEvent?.(event);
+          onEvent(event);
+        }
+      : spec.onEvent;
+    this.#config.engine.egress.hold(this.#owner, this.#policy(grants, both));
+  }
+
+  /** srt rewritten by the sandbox would be run by the host at the next wrap. */
+  #checkEngineUnwritable(writable: readonly string[]): void {
+    const dir = this.#config.engine.packageDir;
+    for (const path of writable) {
+      if (isInside(dir, path) || isInside(realOrSelf(dir), realOrSelf(path))) {
+        throw new SandboxFailureError(
+          `cannot mount ${path} read-write: it holds the sandbox runtime itself (${dir}), which the sandbox could then rewrite; mount it read-only`,
+          { code: 'E_SRT_WRITABLE_ENGINE' },
+        );
+      }
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#closing) throw new SandboxFailureError('sandbox is closed', { code: 'E_SANDBOX_CLOSED' });
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#disarmTtl();
+    const live = [...this.#live];
+    await Promise.all(
+      live.map(async ({ proc, init }) => {
+        await proc.kill('SIGKILL');
+        const found = await init;
+        const left = found ? await endNamespace(found) : [];
+        if (left.length > 0)
+          this.#config.logger.warn(
+            `sandbox ${this.id}: killed ${left.length} process(es) left after its init`,
+          );
+        await proc.exit;
+      }),
+    );
+    this.#config.engine.egress.release(this.#owner);
+    this.#config.state?.release();
+    rmSync(this.#root, { recursive: true, force: true });
+  }
+}
+
+/** Inside paths (a bind's dest) to the host paths they stand for (its source). */
+export function translate(argv: readonly string[], binds: readonly Bind[]): string[] {
+  return argv.map((arg) => {
+    for (const bind of binds) {
+      if (bind.dest === bind.source) continue;
+      if (arg === bind.dest) return bind.source;
+      if (arg.startsWith(`${bind.dest}/`)) return bind.source + arg.slice(bind.dest.length);
+    }
+    return arg;
+  });
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}

@@ -1,0 +1,161 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger, Sandbox, SandboxEvent, SandboxSpec } from '@mcpsandbox/core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createSrtBackend } from '../src/index.js';
+
+// Each promise of the product, held by srt's bubblewrap path on this machine. A fake home holds
+// a canary; the server is real node code run through the backend as `run` would.
+const home = mkdtempSync(join(tmpdir(), 'srt-home-'));
+const CANARY = 'canary-in-the-home-7f3a';
+writeFileSync(join(home, 'secret.txt'), CANARY);
+const warnings: string[] = [];
+const logger: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: (message) => warnings.push(message),
+  error: () => {},
+};
+const hostEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, WITHHELD_TOKEN: 'never-crosses' };
+const open: Sandbox[] = [];
+let upstream: Server;
+let port = 0;
+
+beforeAll(async () => {
+  upstream = createServer((_req, res) => res.end('granted-upstream-ok'));
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  port = (upstream.address() as AddressInfo).port;
+});
+afterAll(() => {
+  upstream.close();
+  rmSync(home, { recursive: true, force: true });
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((box) => box.close()));
+});
+
+async function run(
+  script: string | readonly string[],
+  spec: Partial<SandboxSpec> = {},
+): Promise<{ stdout: string; stderr: string; code: number | null; events: SandboxEvent[] }> {
+  const events: SandboxEvent[] = [];
+  const box = await createSrtBackend({ hostEnv, logger }).create({
+    sessionId: 'promises',
+    env: {},
+    ttlMs: 60_000,
+    onEvent: (event) => events.push(event),
+    ...spec,
+  });
+  open.push(box);
+  const proc = await box.exec(typeof script === 'string' ? [process.execPath, '-e', script] : script);
+  await proc.closeStdin();
+  const read = async (stream: AsyncIterable<Uint8Array>) => {
+    let text = '';
+    for await (const chunk of stream) text += Buffer.from(chunk).toString();
+    return text;
+  };
+  const [stdout, stderr, status] = await Promise.all([read(proc.stdout), read(proc.stderr), proc.exit]);
+  // One session at a time per process (srt has one proxy): each run ends its own.
+  await box.close();
+  return { stdout, stderr, code: status.code, events };
+}
+
+/** curl through the proxy the sandbox is given (Node 20's fetch ignores proxy variables). */
+const fetchBoth = (granted: string, refused: string) => [
+  '/bin/sh',
+  '-c',
+  'for url in "$0" "$1"; do curl -s -o /dev/null -w "%{http_code}\\n" --max-time 20 "$url" || echo "error"; done',
+  granted,
+  refused,
+];
+
+describe('srt backend: the product promises on Linux', () => {
+  it('no host files by default: the home canary is unreadable (and the control reads a granted file)', async () => {
+    const script = `const fs = require('fs');
+      try { console.log('read:' + fs.readFileSync(${JSON.stringify(join(home, 'secret.txt'))}, 'utf8')); } catch (e) { console.log('refused:' + e.code); }
+      try { console.log('listed:' + fs.readdirSync(${JSON.stringify(home)}).join(',')); } catch (e) { console.log('refused:' + e.code); }
+      console.log('own home ok:' + (fs.writeFileSync(process.env.HOME + '/x', 'y'), fs.readFileSync(process.env.HOME + '/x', 'utf8')));`;
+    const result = await run(script);
+    expect(result.stdout).not.toContain(CANARY);
+    expect(result.stdout).not.toContain('secret.txt');
+    expect(result.stdout).toContain('own home ok:y');
+    // Control: the same read with the home granted read-only succeeds.
+    const granted = await run(script, { mounts: [{ hostPath: home, sandboxPath: home, mode: 'ro' }] });
+    expect(granted.stdout).toContain(`read:${CANARY}`);
+  });
+
+  it('writes only to the private home and tmp, and to rw mounts', async () => {
+    const outside = mkdtempSync(join(tmpdir(), 'srt-rw-'));
+    const script = `const fs = require('fs');
+      for (const dir of [${JSON.stringify(outside)}, '/usr', '/var/tmp', process.env.TMPDIR]) {
+        try { fs.writeFileSync(dir + '/w', 'x'); console.log('wrote:' + dir); } catch (e) { console.log('refused:' + dir); }
+      }`;
+    const result = await run(script);
+    expect(result.stdout).toContain(`refused:${outside}`);
+    expect(result.stdout).toContain('refused:/usr');
+    // srt lays an in-memory tmpfs over a denied directory: a write there never reaches the host.
+    expect(existsSync('/var/tmp/w')).toBe(false);
+    expect(result.stdout).toMatch(/wrote:\S+\/tmp/);
+    const mounted = await run(script, { mounts: [{ hostPath: outside, sandboxPath: outside, mode: 'rw' }] });
+    expect(mounted.stdout).toContain(`wrote:${outside}`);
+    rmSync(outside, { recursive: true, force: true });
+  });
+
+  it('the environment is exactly the allowlist: no withheld host variable', async () => {
+    const result = await run('console.log(JSON.stringify(Object.keys(process.env).sort()))', {
+      env: { ALLOWED: 'yes' },
+    });
+    const keys = JSON.parse(result.stdout) as string[];
+    expect(keys).toContain('ALLOWED');
+    expect(keys).not.toContain('WITHHELD_TOKEN');
+    expect(keys.filter((key) => !/^(https?_proxy|HTTPS?_PROXY|NODE_USE_ENV_PROXY)$/.test(key))).toEqual([
+      'ALLOWED',
+      'HOME',
+      'LANG',
+      'PATH',
+      'TMPDIR',
+    ]);
+  });
+
+  it('egress only through grants: the granted host answers, another is refused with the hint', async () => {
+    warnings.length = 0;
+    const result = await run(fetchBoth(`http://127.0.0.1:${port}/`, 'http://example.com/'), {
+      network: { allow: [`127.0.0.1:${port}`] },
+    });
+    expect(result.stdout.split('\n')[0]).toBe('200');
+    expect(result.stdout.split('\n')[1]).toBe('403');
+    expect(result.events).toContainEqual(
+      expect.objectContaining({ type: 'egress-denied', host: 'example.com', port: 80, via: 'proxy' }),
+    );
+    expect(warnings.join('\n')).toContain('to allow it: --allow-net example.com');
+  });
+
+  it('address checks: a name granted by name that points at loopback is refused; no proxy, no network', async () => {
+    const result = await run(fetchBoth(`http://localhost:${port}/`, `http://127.0.0.1:${port}/`), {
+      network: { allow: [`localhost:${port}`] },
+    });
+    expect(result.stdout).not.toContain('200');
+    expect(result.events).toContainEqual(
+      expect.objectContaining({ type: 'proxy', decision: 'deny', host: 'localhost' }),
+    );
+    // Around the proxy: a direct connection to the host's loopback finds the sandbox's own.
+    const direct = await run(
+      `require('net').connect(${port}, '127.0.0.1').on('connect', () => console.log('reached')).on('error', (e) => console.log('error:' + e.code))`,
+    );
+    expect(direct.stdout).not.toContain('reached');
+  });
+
+  it('refuses a mount whose target differs from its source, naming the alternative', async () => {
+    await expect(
+      createSrtBackend({ hostEnv, logger }).create({
+        sessionId: 'x',
+        env: {},
+        ttlMs: 10_000,
+        mounts: [{ hostPath: home, sandboxPath: '/data', mode: 'ro' }],
+      }),
+    ).rejects.toThrow(`--mount ${home}:${home}:ro`);
+  });
+});
