@@ -5,10 +5,19 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createLocalBackend } from '../src/index.js';
 import { BIN, FIXTURES, HOSTILE_PACKAGE, runBin, startRegistry } from './cli.js';
 
 if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build the workspace first (turbo run build)`);
@@ -154,6 +163,28 @@ describe('trees the sandbox wrote, read again by the host', () => {
     }
   });
 
+  it('refuses a setup step once the server has started: it would run in what the server wrote', {
+    timeout: 60_000,
+  }, async () => {
+    const sandbox = await createLocalBackend({ stateDir: freshDir('order') }).create({
+      sessionId: 'order',
+      env: {},
+      ttlMs: 60_000,
+    });
+    try {
+      // Control: a setup step before the server runs.
+      const setup = await sandbox.exec(['sh', '-c', 'true'], { purpose: 'setup' });
+      expect((await setup.exit).code).toBe(0);
+      const server = await sandbox.exec(['true']);
+      await server.exit;
+      await expect(sandbox.exec(['sh', '-c', 'true'], { purpose: 'setup' })).rejects.toMatchObject({
+        code: 'E_SETUP_ORDER',
+      });
+    } finally {
+      await sandbox.close();
+    }
+  });
+
   it('finding 6: a private home 600 levels deep is removed at close, and swept after a killed bridge', {
     timeout: 120_000,
   }, async () => {
@@ -211,7 +242,10 @@ describe('trees the sandbox wrote, read again by the host', () => {
       `for(let i=0;i<3000;i++){fs.mkdirSync('d\\n\\u001b[2J');process.chdir('d\\n\\u001b[2J')}`,
       `fs.writeFileSync('leaf','x');process.chdir(process.env.HOME);fs.writeFileSync('made','3000')`,
     ].join('');
-    const first = await runBin(['--state', 'deep', '--mount', `${FIXTURES}:ro`, '--', ...withPrelude(deep)], env);
+    const first = await runBin(
+      ['--state', 'deep', '--mount', `${FIXTURES}:ro`, '--', ...withPrelude(deep)],
+      env,
+    );
     try {
       const home = (await first.call('env', { name: 'HOME' })).value as string;
       expect(await first.call('read', { path: `${home}/made` })).toEqual({ text: '3000' });
