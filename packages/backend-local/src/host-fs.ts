@@ -287,14 +287,17 @@ function sealEntries(dirFd: number, dev: number, options: SealOptions, depth: nu
 }
 
 /**
- * Removes `name` from `dir` and everything below it, whatever the sandbox made of it: symlinks
- * are unlinked, never followed; a directory locked with chmod 000 is reopened by inode and made
- * writable first; nothing on another file system is entered.
+ * Removes `name` from `dir` and everything below it, whatever the sandbox made of it: symlinks,
+ * FIFOs and devices are unlinked, never followed or opened; a directory locked with chmod 000 is
+ * reopened by inode and made writable first; nothing on another file system is entered. There is
+ * no depth limit (see `emptyDirectory`). `last` (a marker that lets a later start sweep what is
+ * left) is removed after everything else below `name`, so a removal that fails keeps it.
  */
 export function removeAt(
   dir: OpenDir | number,
   name: string,
   expect?: { readonly dev: number; readonly ino: number },
+  options: { readonly last?: string } = {},
 ): void {
   const dirFd = typeof dir === 'number' ? dir : dir.fd;
   const entry = lookAt(dirFd, name);
@@ -304,7 +307,7 @@ export function removeAt(
       throw new HostFsError(`${name} is no longer the directory the host created`);
     }
     if (entry.stat.isDirectory()) {
-      emptyDirectory(entry.fd, entry.stat, 0);
+      emptyDirectory(entry.fd, entry.stat, options.last);
       rmdirSync(at(dirFd, name));
     } else {
       unlinkSync(at(dirFd, name));
@@ -314,36 +317,88 @@ export function removeAt(
   }
 }
 
-function emptyDirectory(pathFd: number, stat: Stats, depth: number): void {
-  if (depth > MAX_DEPTH) throw new HostFsError('refusing to remove a tree this deep');
-  // The sandbox (same uid as a non-root host) may have removed our permissions on its own dirs.
-  if ((stat.mode & 0o700) !== 0o700) {
-    try {
-      chmodSync(self(pathFd), 0o700);
-    } catch {
-      // not ours to change: reading it below fails and says so
-    }
-  }
-  const dirFd = reopenDir(pathFd);
+/** Gives the host back its permissions on a directory the sandbox (same uid) locked. */
+function unlock(pathFd: number, stat: Stats): void {
+  if ((stat.mode & 0o700) === 0o700) return;
   try {
-    for (const name of readdirSync(self(dirFd))) {
-      const entry = lookAt(dirFd, name);
-      if (!entry) continue;
-      try {
-        if (entry.stat.isDirectory() && entry.stat.dev === stat.dev) {
-          emptyDirectory(entry.fd, entry.stat, depth + 1);
-          rmdirSync(at(dirFd, name));
-        } else if (entry.stat.isDirectory()) {
-          // A mount point: never descend into another file system.
-          rmdirSync(at(dirFd, name));
-        } else {
-          unlinkSync(at(dirFd, name));
-        }
-      } finally {
-        close(entry.fd);
+    chmodSync(self(pathFd), 0o700);
+  } catch {
+    // not ours to change: reading it below fails and says so
+  }
+}
+
+/**
+ * Empties the directory `topPathFd` holds without recursion, so that no depth (a chain of
+ * directories deeper than PATH_MAX, or than any stack) stops it: in each pass, files directly in
+ * it are unlinked and each subdirectory is emptied one level only (its files unlinked, its own
+ * subdirectories renamed up into the top) and removed. Each pass takes a level off the tree; at
+ * most three descriptors are open at a time, and no path longer than one name is ever built.
+ * The top is the host's own directory (a session's, a staging or a doomed state directory),
+ * which no sandbox sees, so the host alone chooses the names it renames to.
+ */
+function emptyDirectory(topPathFd: number, stat: Stats, last: string | undefined): void {
+  unlock(topPathFd, stat);
+  const top = reopenDir(topPathFd);
+  let serial = 0;
+  const freshName = (): string => {
+    for (;;) {
+      const name = `.mcp-sandbox-removing-${serial++}`;
+      const taken = lookAt(top, name);
+      if (!taken) return name;
+      close(taken.fd);
+    }
+  };
+  try {
+    for (;;) {
+      const names = readdirSync(self(top)).filter((name) => name !== last);
+      if (names.length === 0) break;
+      for (const name of names) removeOneLevel(top, name, stat.dev, freshName);
+    }
+    if (last !== undefined) {
+      const marker = lookAt(top, last);
+      if (marker) {
+        close(marker.fd);
+        if (marker.stat.isDirectory()) removeOneLevel(top, last, stat.dev, freshName);
+        else unlinkSync(at(top, last));
       }
     }
   } finally {
-    close(dirFd);
+    close(top);
+  }
+}
+
+/** Removes `name` from `top`: a file at once; a directory after moving its subdirectories up. */
+function removeOneLevel(top: number, name: string, dev: number, freshName: () => string): void {
+  const entry = lookAt(top, name);
+  if (!entry) return;
+  try {
+    if (!entry.stat.isDirectory()) {
+      unlinkSync(at(top, name));
+      return;
+    }
+    // A mount point: never entered, never moved; rmdir fails if something is mounted there.
+    if (entry.stat.dev === dev) {
+      unlock(entry.fd, entry.stat);
+      const dir = reopenDir(entry.fd);
+      try {
+        for (const child of readdirSync(self(dir))) {
+          const found = lookAt(dir, child);
+          if (!found) continue;
+          close(found.fd);
+          if (found.stat.isDirectory() && found.stat.dev === dev) {
+            renameSync(at(dir, child), at(top, freshName()));
+          } else if (found.stat.isDirectory()) {
+            rmdirSync(at(dir, child));
+          } else {
+            unlinkSync(at(dir, child));
+          }
+        }
+      } finally {
+        close(dir);
+      }
+    }
+    rmdirSync(at(top, name));
+  } finally {
+    close(entry.fd);
   }
 }

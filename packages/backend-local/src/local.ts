@@ -72,6 +72,9 @@ import {
   systemView,
 } from './view.js';
 
+/** Where setup steps' `npm install -g` lands inside the sandbox (under the hidden, empty /run). */
+export const SETUP_PREFIX = '/run/mcp-sandbox/setup';
+
 /** The loopback port inside the sandbox where its granted egress proxy listens. */
 export const SANDBOX_PROXY_PORT = 3128;
 
@@ -438,6 +441,10 @@ class LocalSandbox implements Sandbox {
   /** Own-file paths already announced, so that each is said once. */
   readonly #shown = new Set<string>();
   #staged = 0;
+  /** Setup steps' own prefix and home (see #setupDirs); undefined until the first setup step. */
+  #setup: { readonly prefix: string; readonly home: string } | undefined;
+  /** Set by the first exec that is not a setup step: later setup steps are refused. */
+  #serverStarted = false;
   /** Egress state shared by every exec: one synthetic address per name, one hint per name. */
   #egress: EgressState | undefined;
   #closing: Promise<void> | undefined;
@@ -506,15 +513,51 @@ class LocalSandbox implements Sandbox {
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<SpawnedProcess> {
-    if (options.purpose !== 'setup') return this.spawn(command, options, {});
+    if (options.purpose !== 'setup') {
+      this.#serverStarted = true;
+      return this.spawn(command, options, {});
+    }
+    // A setup step runs the user's commands with registry egress: never in anything a server
+    // wrote. After the server started, the home and the setup prefix are the server's too.
+    if (this.#serverStarted) {
+      throw new SandboxFailureError(
+        'a setup step must run before the server starts (the server may have changed its home)',
+        { code: 'E_SETUP_ORDER' },
+      );
+    }
+    this.#setupDirs();
     // A --setup step installs: the registry and nothing the server is granted, as the npx
-    // install step. What it installs globally lands in the home, where the server finds it.
+    // install step. What it installs globally lands in the setup prefix, where the server finds it.
     const access = await registryAccess(this.#config.npm);
     return this.spawn(
       command,
       { ...options, network: { allow: [access.grant] }, env: { ...access.env, ...options.env } },
       { binds: access.binds, setup: true },
     );
+  }
+
+  /**
+   * The setup steps' own directories, made on the first step: the npm prefix (`npm install -g`
+   * lands there; its `bin` is on every later command's PATH) and, with `--state`, a home of
+   * their own. A state home was written by earlier sessions' servers (an `npm` planted on PATH,
+   * an `.npmrc` that npm obeys), so setup steps never run in it; without `--state` the session's
+   * home is new and, since no server has started yet, holds only what earlier setup steps wrote.
+   */
+  #setupDirs(): { readonly prefix: string; readonly home: string } {
+    if (this.#setup) return this.#setup;
+    const runAs = this.#config.info.runAs;
+    const base = join(this.#root, 'setup');
+    mkdirSync(base, { mode: runAs ? 0o711 : 0o700 });
+    const own = (dir: string): string => {
+      mkdirSync(dir, { mode: 0o700 });
+      if (runAs) chownSync(dir, runAs.uid, runAs.gid);
+      return dir;
+    };
+    this.#setup = {
+      prefix: own(join(base, 'npm')),
+      home: this.#state ? own(join(base, 'home')) : this.#home,
+    };
+    return this.#setup;
   }
 
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
@@ -640,7 +683,10 @@ class LocalSandbox implements Sandbox {
     const install = extras.install === true;
     // Install and setup steps get none of the spec's environment or mounts.
     const isolated = install || extras.setup === true;
-    const mounted = [...(install ? [] : this.#extraBinds), ...(extras.binds ?? [])];
+    // The setup prefix: written by setup steps, then seen by the server (never an install step).
+    const setupBind: Bind[] =
+      this.#setup && !install ? [{ source: this.#setup.prefix, dest: SETUP_PREFIX, mode: 'rw' }] : [];
+    const mounted = [...(isolated ? [] : this.#extraBinds), ...setupBind, ...(extras.binds ?? [])];
     const insideOnly = mounted.some((bind) => name.startsWith(`${bind.dest}/`));
     const onHost = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
     // Not on the host: a bare name may still be on the sandbox's own PATH (installed by --setup
@@ -699,15 +745,16 @@ class LocalSandbox implements Sandbox {
       trustEnv[entry.name] = entry.value;
     }
 
-    // `npm install -g` (a --setup step) installs into the home, whose bin/ comes first on PATH.
-    const npmPrefix = `${this.#insideHome}/.npm-global`;
+    // `npm install -g` (a --setup step) installs into the setup prefix, whose bin/ comes first on
+    // PATH. No directory of the home is on any PATH: a state home is what earlier servers wrote.
+    const setupBin = setupBind.length > 0 ? [`${SETUP_PREFIX}/bin`] : [];
     const env: Record<string, string> = {
-      PATH: sandboxPath([`${npmPrefix}/bin`, ...pathDirs], hostEnv.PATH, this.#roots),
+      PATH: sandboxPath([...setupBin, ...pathDirs], hostEnv.PATH, this.#roots),
       HOME: this.#insideHome,
       TMPDIR: SANDBOX_TMP,
       LANG: hostEnv.LANG || 'C.UTF-8',
       ...trustEnv,
-      ...(extras.setup ? { NPM_CONFIG_PREFIX: npmPrefix } : {}),
+      ...(extras.setup ? { NPM_CONFIG_PREFIX: SETUP_PREFIX } : {}),
       ...(isolated ? {} : spec.env),
       ...options.env,
     };
@@ -785,7 +832,7 @@ class LocalSandbox implements Sandbox {
     // reaches the host's disk or outlives the command's mount namespace.
     args.push('--size', String(this.#config.tmpSize), '--tmpfs', SANDBOX_TMP);
     if (install) args.push('--size', String(this.#config.tmpSize), '--tmpfs', this.#insideHome);
-    else args.push('--bind', this.#home, this.#insideHome);
+    else args.push('--bind', extras.setup && this.#setup ? this.#setup.home : this.#home, this.#insideHome);
     for (const bind of dedupeBinds([...binds, ...mounted])) args.push(...bindArgs(bind));
     for (const bind of userBinds) args.push(...bindArgs(bind));
     // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
@@ -1128,7 +1175,7 @@ function sweepAbandoned(stateDir: string): void {
         const id = { dev: dir.stat.dev, ino: dir.stat.ino };
         closeDir(dir);
         dir = undefined;
-        removeAt(parent, name, id);
+        removeAt(parent, name, id, { last: OWNER_FILE });
       } catch {
         // not ours, or changed meanwhile: leave it
       } finally {
@@ -1158,7 +1205,7 @@ function removeStateDir(stateDir: string, name: string, id: { dev: number; ino: 
     return;
   }
   try {
-    removeAt(state, name, id);
+    removeAt(state, name, id, { last: OWNER_FILE });
   } catch {
     // left for the sweep of a later start
   } finally {

@@ -344,7 +344,7 @@ async function install(
     return installed;
   } catch (error) {
     try {
-      removeAt(root, stagingName);
+      removeAt(root, stagingName, undefined, { last: OWNER });
     } catch {
       // best effort: a later install of the same key starts from a fresh staging directory
     }
@@ -460,7 +460,7 @@ function sweepStaging(root: OpenDir): void {
       const id = { dev: dir.stat.dev, ino: dir.stat.ino };
       closeDir(dir);
       dir = undefined;
-      removeAt(root, name, id);
+      removeAt(root, name, id, { last: OWNER });
     } catch {
       // changed meanwhile, or not ours: leave it
     } finally {

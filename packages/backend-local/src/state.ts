@@ -160,46 +160,109 @@ export interface StateInfo {
   readonly bytes: number;
   readonly files: number;
   readonly modified: Date;
+  /** The walk stopped short (deeper than MEASURE_DEPTH, more than MEASURE_ENTRIES, or changed under it). */
+  readonly partial?: true;
 }
 
+/** Directory levels `state ls` descends (one descriptor each); deeper trees are counted as partial. */
+const MEASURE_DEPTH = 128;
+/** Entries `state ls` looks at in one state before it stops counting. */
+const MEASURE_ENTRIES = 1_000_000;
+
 export function listStates(root: string): StateInfo[] {
-  let names: string[];
   try {
-    names = readdirSync(root).filter((n) => NAME.test(n));
+    lstatSync(root);
   } catch {
     return [];
   }
-  return names.sort().map((name) => {
-    const path = join(root, name);
-    const { bytes, files, modified } = measure(path);
-    return { name, path, bytes, files, modified };
-  });
+  const rootDir = openOwnedDir(root);
+  try {
+    // Only names a state can have: nothing with a control character or a newline is ever shown.
+    const names = readdirSync(`/proc/self/fd/${rootDir.fd}`).filter((n) => NAME.test(n) && !n.includes('..'));
+    const states: StateInfo[] = [];
+    for (const name of names.sort()) {
+      const measured = measure(rootDir, name);
+      if (measured) states.push({ name, path: join(root, name), ...measured });
+    }
+    return states;
+  } finally {
+    closeDir(rootDir);
+  }
 }
 
-/** Sizes by lstat only: a link the server planted is counted, never followed. */
-function measure(path: string): { bytes: number; files: number; modified: Date } {
-  let bytes = 0;
-  let files = 0;
-  let modified = lstatSync(path).mtime;
-  const visit = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = join(dir, entry.name);
-      const stat = lstatSync(full);
-      if (stat.mtime > modified) modified = stat.mtime;
-      if (entry.isDirectory()) visit(full);
-      else if (!entry.name.startsWith(SESSION_PREFIX) || dir !== path) {
-        files++;
-        bytes += stat.size;
-      }
-    }
-  };
-  visit(path);
-  return { bytes, files, modified };
+interface Frame {
+  readonly dir: OpenDir;
+  readonly names: string[];
+  next: number;
 }
 
 /**
+ * Sizes by `lstat` through directory descriptors, iteratively: a link the server planted is
+ * counted, never followed; a directory swapped for a link mid-walk is refused by the no-follow
+ * open; no path longer than one name is built, and depth costs no stack.
+ */
+function measure(
+  root: OpenDir,
+  name: string,
+): { bytes: number; files: number; modified: Date; partial?: true } | undefined {
+  let top: OpenDir | undefined;
+  try {
+    top = openDirAt(root, name);
+  } catch {
+    return undefined;
+  }
+  if (!top) return undefined;
+  let bytes = 0;
+  let files = 0;
+  let seen = 0;
+  let partial = false;
+  let modified = top.stat.mtime;
+  const stack: Frame[] = [{ dir: top, names: readdirSync(`/proc/self/fd/${top.fd}`), next: 0 }];
+  try {
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1] as Frame;
+      const entry = frame.names[frame.next++];
+      if (entry === undefined) {
+        closeDir(frame.dir);
+        stack.pop();
+        continue;
+      }
+      if (++seen > MEASURE_ENTRIES) {
+        partial = true;
+        break;
+      }
+      try {
+        const stat = lstatAt(frame.dir, [entry]);
+        if (!stat) continue;
+        if (stat.mtime > modified) modified = stat.mtime;
+        if (!stat.isDirectory()) {
+          if (stack.length > 1 || !entry.startsWith(SESSION_PREFIX)) {
+            files++;
+            bytes += stat.size;
+          }
+        } else if (stack.length >= MEASURE_DEPTH) {
+          partial = true;
+        } else {
+          const child = openDirAt(frame.dir, entry);
+          if (child) stack.push({ dir: child, names: readdirSync(`/proc/self/fd/${child.fd}`), next: 0 });
+        }
+      } catch {
+        // changed under the walk (a link swapped in, another file system, locked): not counted
+        partial = true;
+      }
+    }
+  } finally {
+    for (const frame of stack) closeDir(frame.dir);
+  }
+  return { bytes, files, modified, ...(partial ? { partial: true as const } : {}) };
+}
+
+const DOOMED = /^\.removing-[A-Za-z0-9][A-Za-z0-9._-]{0,63}-([1-9]\d{0,9})$/;
+
+/**
  * Removes a named state. It is first renamed, inside the host-owned root, out of every future
- * session's reach; `rm` then unlinks links rather than following them.
+ * session's reach; it is then removed by descriptor (links unlinked, never followed, no depth
+ * limit). What an earlier `state rm` left (it was killed, or failed) is removed with it.
  */
 export function removeState(root: string, name: string): boolean {
   const dir = join(root, checkStateName(name));
@@ -218,6 +281,10 @@ export function removeState(root: string, name: string): boolean {
   })();
   if (!rootDir) return false;
   try {
+    for (const left of readdirSync(`/proc/self/fd/${rootDir.fd}`)) {
+      const pid = DOOMED.exec(left)?.[1];
+      if (pid !== undefined && !alive(Number(pid))) removeAt(rootDir, left);
+    }
     if (!lstatAt(rootDir, [name])) return false;
     // Out of every future session's reach first, then removed by descriptor, links unlinked.
     const doomed = `.removing-${name}-${process.pid}`;

@@ -5,6 +5,8 @@ export interface StateEntry {
   readonly bytes: number;
   readonly files: number;
   readonly modified: Date;
+  /** The count stopped short (a tree too deep or too large to walk in full): at least this much. */
+  readonly partial?: true;
 }
 
 /** Where named state lives and how to list and remove it; `apps/cli` wires the local backend's. */

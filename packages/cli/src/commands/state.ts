@@ -1,4 +1,4 @@
-import { createStderrLogger, UsageError } from '@mcpsandbox/core';
+import { createStderrLogger, escapeControls, UsageError } from '@mcpsandbox/core';
 import type { Command } from 'commander';
 import type { CliOptions } from '../options.js';
 import { reportError } from '../report.js';
@@ -26,14 +26,16 @@ export function registerStateCommand(
         if (flags.json) {
           options.io.stdout.write(`${JSON.stringify({ root, states: entries }, null, 2)}\n`);
         } else if (entries.length === 0) {
-          options.io.stdout.write(`no named state in ${root}\n`);
+          options.io.stdout.write(`no named state in ${escapeControls(root)}\n`);
         } else {
-          const width = Math.max(4, ...entries.map((e) => e.name.length));
+          // The store's names are checked where they are made; a terminal is still never handed a control.
+          const names = entries.map((e) => escapeControls(e.name));
+          const width = Math.max(4, ...names.map((n) => n.length));
           const lines = entries.map(
-            (e) =>
-              `${e.name.padEnd(width)}  ${formatBytes(e.bytes).padStart(10)}  ${String(e.files).padStart(6)} file(s)  ${e.modified.toISOString().slice(0, 19)}Z`,
+            (e, i) =>
+              `${(names[i] as string).padEnd(width)}  ${`${e.partial ? '>' : ''}${formatBytes(e.bytes)}`.padStart(10)}  ${String(e.files).padStart(6)} file(s)  ${e.modified.toISOString().slice(0, 19)}Z${e.partial ? '  (not counted in full)' : ''}`,
           );
-          options.io.stdout.write(`${root}\n${lines.join('\n')}\n`);
+          options.io.stdout.write(`${escapeControls(root)}\n${lines.join('\n')}\n`);
         }
         setExitCode(0);
       } catch (error) {
