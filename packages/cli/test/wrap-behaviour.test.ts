@@ -191,8 +191,13 @@ describe('wrap', () => {
   it('--launcher path writes the absolute mcp-sandbox found on PATH', async () => {
     const file = desktop();
     const bin = join(h.root, 'bin');
-    h.put(join(bin, 'mcp-sandbox'), '#!/bin/sh\n');
-    chmodSync(join(bin, 'mcp-sandbox'), 0o755);
+    // A global install: bin/mcp-sandbox links to the package's own bin script.
+    const pkg = join(h.root, 'lib', 'node_modules', 'mcp-sandbox');
+    h.put(join(pkg, 'package.json'), '{ "name": "mcp-sandbox", "bin": { "mcp-sandbox": "dist/bin.js" } }');
+    h.put(join(pkg, 'dist', 'bin.js'), '#!/bin/sh\n');
+    chmodSync(join(pkg, 'dist', 'bin.js'), 0o755);
+    mkdirSync(bin);
+    symlinkSync(join(pkg, 'dist', 'bin.js'), join(bin, 'mcp-sandbox'));
     h.env.PATH = `${bin}:${h.env.PATH}`;
     const result = await h.run([
       'wrap',
@@ -227,6 +232,10 @@ describe('wrap', () => {
     // A local build: nothing in its path says mcp-sandbox.
     const build = join(h.root, 'project', 'build', 'dist', 'bin.js');
     h.put(build, '#!/bin/sh\n');
+    h.put(
+      join(h.root, 'project', 'build', 'package.json'),
+      '{ "name": "mcp-sandbox", "bin": "dist/bin.js" }',
+    );
     const notExecutable = await h.run(['wrap', '--client', 'claude-desktop', '--all', '--launcher', build]);
     expect(notExecutable.code).toBe(2);
     expect(notExecutable.stderr).toContain('is not an executable file');
@@ -683,8 +692,9 @@ describe('wrap --update', () => {
     expect(updated.code).toBe(0);
     expect(updated.stderr).toContain('tool: rewrapped');
     expect(updated.stderr).toContain('-        "5m",');
+    // The entry keeps the launcher it had: --update changes run's options only.
     expect(readFileSync(file, 'utf8')).toBe(
-      `{\n  "mcpServers": {\n    "tool": {\n      "command": "npx",\n      "args": [\n        "-y",\n        "mcp-sandbox@1.2.3",\n        "run",\n        "--ttl",\n        "1h",\n        "--mount",\n        "${notes}:${notes}:ro",\n        "--",\n        "my-tool",\n        "${notes}"\n      ]\n    }\n  }\n}\n`,
+      `{\n  "mcpServers": {\n    "tool": {\n      "command": "npx",\n      "args": [\n        "-y",\n        "mcp-sandbox@1.0.0",\n        "run",\n        "--ttl",\n        "1h",\n        "--mount",\n        "${notes}:${notes}:ro",\n        "--",\n        "my-tool",\n        "${notes}"\n      ]\n    }\n  }\n}\n`,
     );
     // unwrap still finds the original command behind the new options.
     const unwrapped = await h.run(['unwrap', '--client', 'claude-code', '--project', '--all']);
