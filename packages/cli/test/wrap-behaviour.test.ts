@@ -729,3 +729,54 @@ describe('wrap --keep-state', () => {
     expect(entryArgs(file, 'memory')).not.toContain('--state');
   });
 });
+
+describe('what wrap and ls tell the user', () => {
+  it('ls flags env-block names that the entry does not pass into the sandbox', async () => {
+    h = sandboxHome();
+    const file = join(h.project, '.mcp.json');
+    h.put(
+      file,
+      `${JSON.stringify({
+        mcpServers: {
+          half: {
+            command: 'npx',
+            args: ['-y', 'mcp-sandbox@1.2.3', 'run', '--env', 'A_KEY', '--', 'srv'],
+            env: { A_KEY: '1', B_KEY: '2' },
+          },
+        },
+      })}\n`,
+    );
+    const ls = await h.run(['ls', '--client', 'claude-code']);
+    expect(ls.stdout).toMatch(/^ {2}half +✓ sandboxed/m);
+    expect(ls.stdout).toMatch(/⚠ env B_KEY: not passed into the sandbox/);
+    expect(ls.stdout).not.toMatch(/env A_KEY/);
+    const json = JSON.parse((await h.run(['ls', '--client', 'claude-code', '--json'])).stdout) as Array<{
+      servers: Array<{ withheldEnv?: string[]; launcher?: string }>;
+    }>;
+    expect(json[1]?.servers[0]?.withheldEnv).toEqual(['B_KEY']);
+    expect(json[1]?.servers[0]?.launcher).toBe('npx -y mcp-sandbox@1.2.3');
+  });
+
+  it('a known writer of its own data wrapped without --keep-state gets a note; with it, none', async () => {
+    h = sandboxHome();
+    const file = join(h.project, '.mcp.json');
+    const text = `${JSON.stringify({ mcpServers: { mem: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'] } } })}\n`;
+    h.put(file, text);
+    const plain = await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--dry-run']);
+    expect(plain.stderr).toContain('mem: its data (kept in its home) will not persist across sessions');
+    expect(plain.stderr).toContain('--keep-state');
+    const kept = await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--keep-state']);
+    expect(kept.stderr).not.toContain('will not persist');
+  });
+
+  it('names with control characters are escaped in every line wrap prints', async () => {
+    h = sandboxHome();
+    const file = join(h.project, '.mcp.json');
+    h.put(file, `${JSON.stringify({ mcpServers: { '\u001b]0;owned\u0007x': { command: 'srv' } } })}\n`);
+    const result = await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--keep-state']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toContain('\u001b');
+    expect(result.stderr).not.toContain('\u0007');
+    expect(entryArgs(file, '\u001b]0;owned\u0007x')).toContain('0-owned-x');
+  });
+});
