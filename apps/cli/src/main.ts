@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import {
   backendProbeFrom,
   createSystemDoctorHost,
@@ -42,6 +43,8 @@ export function main(args: readonly string[]): Promise<number> {
     backends: builtInBackends,
     defaultBackend: DEFAULT_BACKEND,
     version: version(),
+    // What a wrapped entry starts when this build is not the published package.
+    self: { node: process.execPath, script: fileURLToPath(new URL('./bin.js', import.meta.url)) },
     io: {
       stdin: process.stdin,
       stdout: process.stdout,

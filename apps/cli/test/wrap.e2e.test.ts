@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, spawnBin } from './helpers.js';
+import { BIN, EVERYTHING, spawnBin } from './helpers.js';
 
 const require = createRequire(import.meta.url);
 const FILESYSTEM = require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
@@ -19,16 +19,16 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 interface Entry {
   command: string;
   args: string[];
+  env?: Record<string, string>;
 }
 
-/** Starts an entry as a client would, with this build standing in for the launcher. */
+/** Starts an entry exactly as a client does: its command, args and env over the client's default. */
 async function start(entry: Entry): Promise<{ client: Client; stderr: () => string }> {
-  const argv = [entry.command, ...entry.args];
-  const run = argv.indexOf('run');
   const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [BIN, ...argv.slice(run)],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' },
+    command: entry.command,
+    args: entry.args,
+    env: { ...getDefaultEnvironment(), ...entry.env },
+    cwd: root,
     stderr: 'pipe',
   });
   let stderr = '';
@@ -74,6 +74,7 @@ describe('a wrapped filesystem server sees the folder its config names (local ba
     ]).result;
     expect(wrapped.code).toBe(0);
     expect(wrapped.stderr).toContain(`${notes}:${notes}:ro`);
+    expect(wrapped.stderr).toContain(`notes: mounts ${REPO.replace(/\/$/, '')} (ro), ${notes} (ro)`);
     const entry = (JSON.parse(readFileSync(config, 'utf8')) as { mcpServers: { notes: Entry } }).mcpServers
       .notes;
     const { client, stderr } = await start(entry);
@@ -96,4 +97,65 @@ describe('a wrapped filesystem server sees the folder its config names (local ba
     expect(stderr()).toContain('backend local, isolation os');
     expect(readFileSync(join(notes, 'todo.md'), 'utf8')).toBe('buy milk\n');
   });
+});
+
+describe('every entry a source build wraps starts, as the client starts it', () => {
+  it('the launcher is this build by its absolute path (npm has no such version), said on stderr', async () => {
+    const config = join(root, 'every.json');
+    writeFileSync(
+      config,
+      `${JSON.stringify(
+        {
+          mcpServers: {
+            everything: { command: 'node', args: [EVERYTHING, 'stdio'], env: { GREETING: 'hi' } },
+            memory: { command: 'node', args: [EVERYTHING] },
+          },
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    const wrapped = await spawnBin([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--config',
+      config,
+      '--all',
+      '--mount',
+      `${REPO}:ro`,
+    ]).result;
+    expect(wrapped.code).toBe(0);
+    expect(wrapped.stderr).toContain('is not an npm install of that version');
+    const entries = (JSON.parse(readFileSync(config, 'utf8')) as { mcpServers: Record<string, Entry> })
+      .mcpServers;
+    for (const [name, entry] of Object.entries(entries)) {
+      expect(entry.command, name).toBe(process.execPath);
+      expect(entry.args.slice(0, 3), name).toEqual([BIN, 'run', '--wrapped']);
+      const { client, stderr } = await start(entry);
+      try {
+        expect((await client.listTools()).tools.length, name).toBeGreaterThan(0);
+      } finally {
+        await client.close();
+      }
+      expect(stderr()).toContain('backend local, isolation os');
+    }
+    // An update keeps the launcher the entries have.
+    const update = await spawnBin([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--config',
+      config,
+      '--all',
+      '--update',
+      '--ttl',
+      '1h',
+    ]).result;
+    expect(update.code).toBe(0);
+    const after = (JSON.parse(readFileSync(config, 'utf8')) as { mcpServers: Record<string, Entry> })
+      .mcpServers;
+    expect(after.everything?.command).toBe(process.execPath);
+    expect(after.everything?.args).toContain('1h');
+  }, 120_000);
 });

@@ -4,15 +4,12 @@ export {
   type BackendScopedFlag,
   resolveBackend,
 } from './backends.js';
+export { CONFIG_ERROR_EXIT } from './commands/config-context.js';
 export { DOCTOR_UNUSABLE_EXIT } from './commands/doctor.js';
+export type { ListedConfig, ListedServer } from './commands/ls.js';
 export { addRunOptions, announce, planRun, type RunFlags, type RunPlan } from './commands/run.js';
 export { STATE_NOT_FOUND_EXIT } from './commands/state.js';
-export {
-  CONFIG_ERROR_EXIT,
-  type ListedConfig,
-  type ListedServer,
-  resolveLauncher,
-} from './commands/wrap.js';
+export { type ResolvedLauncher, resolveLauncher } from './commands/wrap-launcher.js';
 export {
   CLIENT_IDS,
   CLIENTS,
@@ -26,6 +23,7 @@ export {
 } from './config/clients.js';
 export { ConfigFileError } from './config/files.js';
 export { JsonSyntaxError } from './config/jsonc.js';
+export type { Launcher, SelfBinary } from './config/launcher.js';
 export { parseWrapped, type WrappedCommand } from './config/servers.js';
 export {
   backendProbeFrom,

@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { StopSignal } from '@mcpsandbox/core';
 import type { BackendRegistry } from './backends.js';
+import type { SelfBinary } from './config/launcher.js';
 import type { DoctorSetup } from './doctor/types.js';
 import type { StateStore } from './state-store.js';
 
@@ -35,6 +36,11 @@ export interface CliOptions {
   /** The backend used when `--backend` is not given. */
   readonly defaultBackend: string;
   readonly version: string;
+  /**
+   * The running binary, for the launcher `wrap` writes by default: without it, `wrap` writes
+   * `npx -y mcp-sandbox@<version>`.
+   */
+  readonly self?: SelfBinary;
   readonly io: CliIo;
   /** What `mcp-sandbox doctor` checks and how it probes each backend; defaults read the real machine. */
   readonly doctor?: DoctorSetup;

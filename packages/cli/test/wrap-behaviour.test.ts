@@ -191,8 +191,13 @@ describe('wrap', () => {
   it('--launcher path writes the absolute mcp-sandbox found on PATH', async () => {
     const file = desktop();
     const bin = join(h.root, 'bin');
-    h.put(join(bin, 'mcp-sandbox'), '#!/bin/sh\n');
-    chmodSync(join(bin, 'mcp-sandbox'), 0o755);
+    // A global install: bin/mcp-sandbox links to the package's own bin script.
+    const pkg = join(h.root, 'lib', 'node_modules', 'mcp-sandbox');
+    h.put(join(pkg, 'package.json'), '{ "name": "mcp-sandbox", "bin": { "mcp-sandbox": "dist/bin.js" } }');
+    h.put(join(pkg, 'dist', 'bin.js'), '#!/bin/sh\n');
+    chmodSync(join(pkg, 'dist', 'bin.js'), 0o755);
+    mkdirSync(bin);
+    symlinkSync(join(pkg, 'dist', 'bin.js'), join(bin, 'mcp-sandbox'));
     h.env.PATH = `${bin}:${h.env.PATH}`;
     const result = await h.run([
       'wrap',
@@ -227,6 +232,10 @@ describe('wrap', () => {
     // A local build: nothing in its path says mcp-sandbox.
     const build = join(h.root, 'project', 'build', 'dist', 'bin.js');
     h.put(build, '#!/bin/sh\n');
+    h.put(
+      join(h.root, 'project', 'build', 'package.json'),
+      '{ "name": "mcp-sandbox", "bin": "dist/bin.js" }',
+    );
     const notExecutable = await h.run(['wrap', '--client', 'claude-desktop', '--all', '--launcher', build]);
     expect(notExecutable.code).toBe(2);
     expect(notExecutable.stderr).toContain('is not an executable file');
@@ -683,8 +692,9 @@ describe('wrap --update', () => {
     expect(updated.code).toBe(0);
     expect(updated.stderr).toContain('tool: rewrapped');
     expect(updated.stderr).toContain('-        "5m",');
+    // The entry keeps the launcher it had: --update changes run's options only.
     expect(readFileSync(file, 'utf8')).toBe(
-      `{\n  "mcpServers": {\n    "tool": {\n      "command": "npx",\n      "args": [\n        "-y",\n        "mcp-sandbox@1.2.3",\n        "run",\n        "--ttl",\n        "1h",\n        "--mount",\n        "${notes}:${notes}:ro",\n        "--",\n        "my-tool",\n        "${notes}"\n      ]\n    }\n  }\n}\n`,
+      `{\n  "mcpServers": {\n    "tool": {\n      "command": "npx",\n      "args": [\n        "-y",\n        "mcp-sandbox@1.0.0",\n        "run",\n        "--ttl",\n        "1h",\n        "--mount",\n        "${notes}:${notes}:ro",\n        "--",\n        "my-tool",\n        "${notes}"\n      ]\n    }\n  }\n}\n`,
     );
     // unwrap still finds the original command behind the new options.
     const unwrapped = await h.run(['unwrap', '--client', 'claude-code', '--project', '--all']);
@@ -717,5 +727,56 @@ describe('wrap --keep-state', () => {
     h.put(file, `${JSON.stringify({ mcpServers: { memory: { command: 'mem' } } })}\n`);
     await h.run(['wrap', '--client', 'claude-code', '--project', '--all']);
     expect(entryArgs(file, 'memory')).not.toContain('--state');
+  });
+});
+
+describe('what wrap and ls tell the user', () => {
+  it('ls flags env-block names that the entry does not pass into the sandbox', async () => {
+    h = sandboxHome();
+    const file = join(h.project, '.mcp.json');
+    h.put(
+      file,
+      `${JSON.stringify({
+        mcpServers: {
+          half: {
+            command: 'npx',
+            args: ['-y', 'mcp-sandbox@1.2.3', 'run', '--env', 'A_KEY', '--', 'srv'],
+            env: { A_KEY: '1', B_KEY: '2' },
+          },
+        },
+      })}\n`,
+    );
+    const ls = await h.run(['ls', '--client', 'claude-code']);
+    expect(ls.stdout).toMatch(/^ {2}half +✓ sandboxed/m);
+    expect(ls.stdout).toMatch(/⚠ env B_KEY: not passed into the sandbox/);
+    expect(ls.stdout).not.toMatch(/env A_KEY/);
+    const json = JSON.parse((await h.run(['ls', '--client', 'claude-code', '--json'])).stdout) as Array<{
+      servers: Array<{ withheldEnv?: string[]; launcher?: string }>;
+    }>;
+    expect(json[1]?.servers[0]?.withheldEnv).toEqual(['B_KEY']);
+    expect(json[1]?.servers[0]?.launcher).toBe('npx -y mcp-sandbox@1.2.3');
+  });
+
+  it('a known writer of its own data wrapped without --keep-state gets a note; with it, none', async () => {
+    h = sandboxHome();
+    const file = join(h.project, '.mcp.json');
+    const text = `${JSON.stringify({ mcpServers: { mem: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'] } } })}\n`;
+    h.put(file, text);
+    const plain = await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--dry-run']);
+    expect(plain.stderr).toContain('mem: its data (kept in its home) will not persist across sessions');
+    expect(plain.stderr).toContain('--keep-state');
+    const kept = await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--keep-state']);
+    expect(kept.stderr).not.toContain('will not persist');
+  });
+
+  it('names with control characters are escaped in every line wrap prints', async () => {
+    h = sandboxHome();
+    const file = join(h.project, '.mcp.json');
+    h.put(file, `${JSON.stringify({ mcpServers: { '\u001b]0;owned\u0007x': { command: 'srv' } } })}\n`);
+    const result = await h.run(['wrap', '--client', 'claude-code', '--project', '--all', '--keep-state']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toContain('\u001b');
+    expect(result.stderr).not.toContain('\u0007');
+    expect(entryArgs(file, '\u001b]0;owned\u0007x')).toContain('0-owned-x');
   });
 });

@@ -1,14 +1,5 @@
-import { access, constants } from 'node:fs/promises';
-import { platform as osPlatform } from 'node:os';
-import { isAbsolute, posix, resolve, win32 } from 'node:path';
-import {
-  createStderrLogger,
-  escapeControls,
-  jsonForTerminal,
-  type Logger,
-  parseDuration,
-  UsageError,
-} from '@mcpsandbox/core';
+import { isAbsolute, resolve } from 'node:path';
+import { createStderrLogger, escapeControls, type Logger, parseDuration, UsageError } from '@mcpsandbox/core';
 import { type Command, Option } from 'commander';
 import {
   CLIENT_IDS,
@@ -16,33 +7,29 @@ import {
   type ClientId,
   type ConfigLocation,
   explicitConfig,
-  isClientId,
-  type LocateContext,
   locateConfig,
 } from '../config/clients.js';
 import type { WrapCommand } from '../config/edit.js';
 import { ConfigFileError } from '../config/files.js';
 import {
   type ChangePlan,
-  displayPath,
-  type LoadedConfig,
-  loadConfig,
+  labelOf,
   planUnwrap,
   planWrap,
   requireConfig,
   selectServers,
   writePlan,
 } from '../config/operations.js';
-import { pathMountsFor } from '../config/path-mounts.js';
-import { parseWrapped, type ServerEntry, WRAP_MARKER } from '../config/servers.js';
+import { keepsStateOfItsOwn, pathMountsFor, type RefusedPath } from '../config/path-mounts.js';
+import type { ServerEntry } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
 import { reportError } from '../report.js';
+import { CONFIG_ERROR_EXIT, locateContext } from './config-context.js';
+import { registerListCommand } from './ls.js';
 import { addRunOptions, type RunFlags } from './run.js';
-
-/** Exit code when a config file is invalid, missing, or changed under us: nothing was written. */
-export const CONFIG_ERROR_EXIT = 1;
+import { markerFor, resolveLauncher } from './wrap-launcher.js';
 
 interface TargetFlags {
   client?: string;
@@ -61,11 +48,6 @@ interface WrapFlags extends RunFlags, TargetFlags {
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
-
-function locateContext(options: CliOptions): LocateContext {
-  // The OS decides where clients keep their configs; tests point HOME and friends at temp dirs.
-  return { platform: osPlatform(), env: options.io.env, cwd: options.io.cwd };
-}
 
 function addTargetOptions(command: Command, required: boolean): Command {
   const client = new Option('--client <client>', `the MCP client: ${CLIENT_IDS.join(', ')}`).choices(
@@ -109,63 +91,6 @@ function selection(flags: TargetFlags, servers: readonly ServerEntry[], verb: st
     throw new UsageError(`no server named ${missing.join(', ')} in this config; configured: ${names}`);
   }
   return chosen;
-}
-
-/** What starts mcp-sandbox in the client's config. */
-export async function resolveLauncher(
-  launcher: string,
-  version: string,
-  ctx: LocateContext,
-): Promise<readonly string[]> {
-  if (launcher === 'npx') return ['npx', '-y', `mcp-sandbox@${version}`];
-  if (launcher === 'path') {
-    const found = await findOnPath('mcp-sandbox', ctx);
-    if (!found) {
-      throw new UsageError(
-        '--launcher path: no mcp-sandbox on PATH; install it (npm install -g mcp-sandbox) or give its path',
-      );
-    }
-    return [found];
-  }
-  // Any executable: a global install, a local build's dist/bin.js. The client starts it from a
-  // folder of its own, so the entry gets the absolute path.
-  const path = ctx.platform === 'win32' ? win32 : posix;
-  const file = path.isAbsolute(launcher) ? launcher : path.resolve(ctx.cwd, launcher);
-  try {
-    await access(file, ctx.platform === 'win32' ? constants.F_OK : constants.X_OK);
-  } catch {
-    throw new UsageError(
-      `--launcher ${launcher}: ${file} is not an executable file; give npx, path, or the path of an mcp-sandbox binary`,
-    );
-  }
-  return [file];
-}
-
-/** Launchers not known by name get the marker after `run`, so that ls and unwrap find the entry. */
-export function markerFor(launcher: readonly string[]): readonly string[] {
-  const [command = '', ...args] = launcher;
-  return parseWrapped(command, [...args, 'run', '--', 'server']) ? [] : [WRAP_MARKER];
-}
-
-async function findOnPath(name: string, ctx: LocateContext): Promise<string | undefined> {
-  const win = ctx.platform === 'win32';
-  const path = win ? win32 : posix;
-  const dirs = (ctx.env.PATH ?? ctx.env.Path ?? '')
-    .split(win ? win32.delimiter : posix.delimiter)
-    .filter(Boolean);
-  const exts = win ? (ctx.env.PATHEXT ?? '.EXE;.CMD;.BAT').split(';') : [''];
-  for (const dir of dirs) {
-    for (const ext of exts) {
-      const candidate = path.join(dir, name + ext.toLowerCase());
-      try {
-        await access(candidate, win ? constants.F_OK : constants.X_OK);
-        return path.isAbsolute(candidate) ? candidate : resolve(ctx.cwd, candidate);
-      } catch {
-        // next
-      }
-    }
-  }
-  return undefined;
 }
 
 /** wrap's own options; every other option it has is one of run's and goes into the entries. */
@@ -255,34 +180,66 @@ function runValue(key: string, value: string, options: CliOptions): string {
   }
 }
 
+/** What wrapping one entry does besides its run options: for the lines printed before writing. */
+export interface WrapReport {
+  readonly mounts: readonly string[];
+  readonly refused: readonly RefusedPath[];
+  readonly notes: readonly string[];
+}
+
+export interface WrapSettings {
+  readonly launcher: readonly string[];
+  /** run's options, the marker first when the launcher needs one. */
+  readonly runArgs: readonly string[];
+  /** Carry host paths across as mounts (unset where the backend applies none). */
+  readonly mounts?: { readonly rw: boolean; readonly home?: string };
+  readonly keepState?: boolean;
+}
+
 /**
  * The entry's env keys become `--env KEY`: the values stay in the client's env block. Host paths
  * its arguments name become `--mount path` when `mounts` is set (see `pathMountsFor`), unless the
  * user's own `--mount` already shows that path.
  */
-export function wrapCommandFor(
-  entry: ServerEntry,
-  launcher: readonly string[],
-  runArgs: readonly string[],
-  mounts?: { rw: boolean },
-  keepState = false,
-): WrapCommand {
+export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): WrapCommand & WrapReport {
+  const { launcher, runArgs } = settings;
   const given = new Set<string>();
   const mounted = new Set<string>();
+  const userMounts: string[] = [];
   for (let i = 0; i < runArgs.length; i++) {
     if (runArgs[i] === '--env') given.add(runArgs[i + 1] as string);
-    if (runArgs[i] === '--mount') mounted.add((runArgs[i + 1] as string).split(':')[0] as string);
+    if (runArgs[i] === '--mount') {
+      const spec = runArgs[i + 1] as string;
+      userMounts.push(spec);
+      mounted.add(spec.split(':')[0] as string);
+    }
   }
-  const stateName = keepState && !runArgs.includes('--state') ? stateNameFor(entry.name) : undefined;
+  const stateName = settings.keepState && !runArgs.includes('--state') ? stateNameFor(entry.name) : undefined;
   const state = stateName ? ['--state', stateName] : [];
   const fromBlock = entry.envKeys.filter((k) => !given.has(k)).flatMap((k) => ['--env', k]);
   const server = entry.wrapped ? entry.wrapped.server : [entry.command ?? '', ...entry.args];
-  const fromPaths = mounts
-    ? pathMountsFor(server, { rw: mounts.rw })
-        .filter((m) => !mounted.has(m.path))
-        .flatMap((m) => ['--mount', `${m.path}:${m.path}:${m.mode}`])
-    : [];
-  return { launcher, runArgs: [...runArgs, ...state, ...fromPaths, ...fromBlock] };
+  const found = settings.mounts
+    ? pathMountsFor(server, {
+        rw: settings.mounts.rw,
+        ...(settings.mounts.home !== undefined ? { home: settings.mounts.home } : {}),
+      })
+    : { mounts: [], refused: [] };
+  const fromPaths = found.mounts
+    .filter((m) => !mounted.has(m.path))
+    .map((m) => `${m.path}:${m.path}:${m.mode}`);
+  const notes: string[] = [];
+  if (!state.length && !runArgs.includes('--state') && keepsStateOfItsOwn(server)) {
+    notes.push(
+      "its data (kept in its home) will not persist across sessions; wrap --update --keep-state keeps it under the entry's name",
+    );
+  }
+  return {
+    launcher,
+    runArgs: [...runArgs, ...state, ...fromPaths.flatMap((m) => ['--mount', m]), ...fromBlock],
+    mounts: [...userMounts, ...fromPaths],
+    refused: found.refused,
+    notes,
+  };
 }
 
 /** The entry's name as a state name: what run --state accepts, or nothing. */
@@ -295,11 +252,25 @@ export function stateNameFor(entryName: string): string | undefined {
   return name === '' ? undefined : name;
 }
 
-function report(plan: ChangePlan, logger: Logger): void {
+function report(plan: ChangePlan, logger: Logger, details?: ReadonlyMap<string, WrapReport>): void {
   for (const o of plan.outcomes) {
     const line = `${o.name}: ${o.action}${o.note ? ` (${o.note})` : ''}`;
     if (o.action === 'skipped') logger.info(`${line}, left alone`);
     else logger.info(line);
+    const detail = o.action === 'skipped' ? undefined : details?.get(o.name);
+    if (!detail) continue;
+    // What the entry will see of the host, on a line of its own, before anything is written.
+    const mounts = detail.mounts.map((m) => {
+      const [path, , mode] = m.split(':');
+      return `${path} (${mode ?? 'ro'})`;
+    });
+    logger.info(`${o.name}: mounts ${mounts.length > 0 ? mounts.join(', ') : 'no host paths'}`);
+    if (detail.refused.length > 0) {
+      logger.warn(
+        `${o.name}: not mounted: ${detail.refused.map((r) => `${r.path} (${r.reason})`).join(', ')}`,
+      );
+    }
+    for (const note of detail.notes) logger.warn(`${o.name}: ${note}`);
   }
 }
 
@@ -335,6 +306,55 @@ function handle(error: unknown, logger: Logger): number {
   return reportError(error, logger);
 }
 
+async function wrapAction(
+  flags: WrapFlags,
+  command: Command,
+  options: CliOptions,
+  logger: Logger,
+): Promise<number> {
+  const location = resolveLocation(flags, options);
+  const runArgs = runArgsFromFlags(command, flags, options);
+  const ctx = locateContext(options);
+  const resolved = await resolveLauncher(flags.launcher, options.version, ctx, options.self);
+  const config = await requireConfig(location, options.io.env);
+  const chosen = selection(flags, config.servers, 'wrap');
+  // Paths an entry names are carried across as mounts, and its writes are kept under its
+  // name, where the backend applies mounts and state at all.
+  const ignored = Object.hasOwn(options.backends, flags.backend)
+    ? (options.backends[flags.backend]?.ignores ?? [])
+    : [];
+  const home = options.io.env.HOME;
+  const mounts = ignored.includes('--mount')
+    ? undefined
+    : { rw: flags.rw ?? false, ...(home !== undefined ? { home } : {}) };
+  const keepState = (flags.keepState ?? false) && !ignored.includes('--state');
+  // --update keeps the launcher an entry has (checked when the config was read) unless told.
+  const keepLauncher = command.getOptionValueSource('launcher') !== 'cli';
+  const details = new Map<string, WrapReport>();
+  let launcherUsed = false;
+  const plan = planWrap(
+    config,
+    chosen,
+    (entry) => {
+      const own = keepLauncher ? entry.wrapped?.checked.argv : undefined;
+      const launcher = own ?? resolved.launcher;
+      if (!own) launcherUsed = true;
+      const wrapped = wrapCommandFor(entry, {
+        launcher,
+        runArgs: [...markerFor(launcher), ...runArgs],
+        ...(mounts ? { mounts } : {}),
+        keepState,
+      });
+      details.set(labelOf(entry), wrapped);
+      return wrapped;
+    },
+    { update: flags.update ?? false },
+  );
+  if (launcherUsed && resolved.note) logger.info(`launcher: ${resolved.note}`);
+  report(plan, logger, details);
+  return applyPlan(plan, flags, options, logger, 'wrapped');
+}
+
 export function registerWrapCommands(
   program: Command,
   options: CliOptions,
@@ -349,9 +369,9 @@ export function registerWrapCommands(
   addSelectionOptions(addTargetOptions(wrap, true))
     .addOption(
       new Option(
-        '--launcher <npx|path|file>',
-        'how the client starts mcp-sandbox: npx (npx -y mcp-sandbox@<this version>), path (the mcp-sandbox on PATH, as an absolute path), or the path of an mcp-sandbox executable',
-      ).default('npx'),
+        '--launcher <auto|npx|path|file>',
+        "how the client starts mcp-sandbox: auto (npx -y mcp-sandbox@<this version> when this is that npm package, else this binary by its absolute path), npx, path (the mcp-sandbox on PATH, as an absolute path), or the path of an mcp-sandbox bin; --update keeps each entry's own unless this is given",
+      ).default('auto'),
     )
     .option(
       '--rw',
@@ -368,8 +388,10 @@ export function registerWrapCommands(
 Clients: ${clients}.
 Each chosen stdio entry keeps its name, position and other fields; its "env" keys become --env KEY
 (values stay in the env block), and each host path its arguments name that exists here becomes a
---mount at the same path (read-only unless --rw or the server is a known writer such as
-server-filesystem); with --keep-state its writes are kept across sessions (--state <entry name>). Remote (URL) entries are left alone, and so are already sandboxed ones unless
+--mount at the same path (read-only unless --rw or the package it starts is a known writer such
+as server-filesystem), but never the home, a folder above it, its hidden or settings folders
+(keys, tokens, browser profiles), a hidden root or a system folder; each entry's mounts are
+printed before anything is written. With --keep-state its writes are kept across sessions (--state <entry name>). Remote (URL) entries are left alone, and so are already sandboxed ones unless
 --update is given: then their run options are replaced by the ones given now.
 A diff goes to stderr, a timestamped backup is written next to the file, then the file is replaced
 atomically. Undo with mcp-sandbox unwrap.
@@ -381,27 +403,7 @@ Examples:
   wrap.action(async (flags: WrapFlags, command: Command) => {
     const logger = createStderrLogger({ stream: options.io.stderr, quiet: flags.quiet ?? false });
     try {
-      const location = resolveLocation(flags, options);
-      const runArgs = runArgsFromFlags(command, flags, options);
-      const launcher = await resolveLauncher(flags.launcher, options.version, locateContext(options));
-      const config = await requireConfig(location);
-      const chosen = selection(flags, config.servers, 'wrap');
-      // Paths an entry names are carried across as mounts, and its writes are kept under its
-      // name, where the backend applies mounts and state at all.
-      const ignored = Object.hasOwn(options.backends, flags.backend)
-        ? (options.backends[flags.backend]?.ignores ?? [])
-        : [];
-      const mounts = ignored.includes('--mount') ? undefined : { rw: flags.rw ?? false };
-      const keepState = (flags.keepState ?? false) && !ignored.includes('--state');
-      const marked = [...markerFor(launcher), ...runArgs];
-      const plan = planWrap(
-        config,
-        chosen,
-        (entry) => wrapCommandFor(entry, launcher, marked, mounts, keepState),
-        { update: flags.update ?? false },
-      );
-      report(plan, logger);
-      setExitCode(await applyPlan(plan, flags, options, logger, 'wrapped'));
+      setExitCode(await wrapAction(flags, command, options, logger));
     } catch (error) {
       setExitCode(handle(error, logger));
     }
@@ -422,7 +424,7 @@ taken back out of the entry's own "mcp-sandbox run … -- <command>" arguments.`
     .action(async (flags: TargetFlags & { quiet?: boolean }) => {
       const logger = createStderrLogger({ stream: options.io.stderr, quiet: flags.quiet ?? false });
       try {
-        const config = await requireConfig(resolveLocation(flags, options));
+        const config = await requireConfig(resolveLocation(flags, options), options.io.env);
         const chosen = selection(flags, config.servers, 'unwrap');
         const plan = await planUnwrap(config, chosen);
         report(plan, logger);
@@ -432,138 +434,5 @@ taken back out of the entry's own "mcp-sandbox run … -- <command>" arguments.`
       }
     });
 
-  program
-    .command('ls')
-    .description('List the MCP servers each client is configured with, and whether each is sandboxed.')
-    .addOption(new Option('--client <client>', 'only this client').choices(CLIENT_IDS))
-    .option('--json', 'machine-readable output')
-    .action(async (flags: { client?: string; json?: boolean }) => {
-      const logger = createStderrLogger({ stream: options.io.stderr });
-      try {
-        setExitCode(await listAction(flags, options));
-      } catch (error) {
-        setExitCode(handle(error, logger));
-      }
-    });
-}
-
-export interface ListedServer {
-  readonly name: string;
-  readonly scope: string;
-  readonly kind: ServerEntry['kind'];
-  readonly sandboxed: boolean;
-  readonly backend?: string;
-  readonly backendIsDefault?: boolean;
-  /** The command line the server runs (inside the sandbox when wrapped), or its URL. */
-  readonly target: string;
-}
-
-export interface ListedConfig {
-  readonly client: ClientId;
-  readonly scope: string;
-  readonly file: string;
-  readonly exists: boolean;
-  readonly error?: string;
-  readonly servers: readonly ListedServer[];
-}
-
-/** Secrets sometimes sit in arguments (URLs with passwords, --token=…): never print them. */
-export function maskSecrets(word: string): string {
-  return word
-    .replace(/(\/\/[^/\s:@]+:)[^@\s/]+@/g, '$1***@')
-    .replace(/^(--?[\w-]*(?:key|token|secret|password|passwd|pat|auth)[\w-]*=).+$/i, '$1***');
-}
-
-function describe(entry: ServerEntry, options: CliOptions): ListedServer {
-  const base = { name: entry.name, scope: entry.section.scope, kind: entry.kind };
-  const line = (words: readonly string[]) => {
-    const text = words.map(maskSecrets).join(' ');
-    return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-  };
-  if (entry.kind === 'wrapped' && entry.wrapped) {
-    const backend = entry.wrapped.backend ?? options.defaultBackend;
-    return {
-      ...base,
-      sandboxed: true,
-      backend,
-      backendIsDefault: entry.wrapped.backend === undefined,
-      target: line(entry.wrapped.server),
-    };
-  }
-  if (entry.kind === 'remote')
-    return { ...base, sandboxed: false, target: maskSecrets(entry.url ?? '(remote)') };
-  return { ...base, sandboxed: false, target: entry.command ? line([entry.command, ...entry.args]) : '' };
-}
-
-async function listAction(flags: { client?: string; json?: boolean }, options: CliOptions): Promise<number> {
-  const { io } = options;
-  const ctx = locateContext(options);
-  const clients = flags.client && isClientId(flags.client) ? [flags.client] : [...CLIENT_IDS];
-  const listed: ListedConfig[] = [];
-  for (const client of clients) {
-    const scopes = CLIENTS[client].hasProjectScope ? [false, true] : [false];
-    for (const project of scopes) {
-      const location = locateConfig(client, project, ctx);
-      let loaded: LoadedConfig | undefined;
-      let error: string | undefined;
-      try {
-        loaded = await loadConfig(location);
-      } catch (e) {
-        if (!(e instanceof ConfigFileError)) throw e;
-        error = e.message;
-      }
-      listed.push({
-        client,
-        scope: location.scope,
-        file: location.file,
-        exists: loaded !== undefined || error !== undefined,
-        ...(error ? { error } : {}),
-        servers: (loaded?.servers ?? []).map((s) => describe(s, options)),
-      });
-    }
-  }
-  if (flags.json) {
-    io.stdout.write(`${jsonForTerminal(listed, 2)}\n`);
-  } else {
-    // Server names and commands come from config files that installers write: controls escaped.
-    io.stdout.write(escapeControls(formatList(listed, io.env.HOME)));
-  }
-  return listed.some((l) => l.error) ? CONFIG_ERROR_EXIT : 0;
-}
-
-export function formatList(listed: readonly ListedConfig[], home: string | undefined): string {
-  const lines: string[] = [];
-  for (const config of listed) {
-    const where = displayPath(config.file, home);
-    const head = `${CLIENTS[config.client].name} (${config.scope}) ${where}`;
-    if (config.error) {
-      lines.push(`${head}: ✗ ${config.error}`);
-      continue;
-    }
-    if (!config.exists) {
-      lines.push(`${head}: no config file`);
-      continue;
-    }
-    if (config.servers.length === 0) {
-      lines.push(`${head}: no servers`);
-      continue;
-    }
-    lines.push(head);
-    const width = Math.max(...config.servers.map((s) => nameOf(s).length));
-    for (const s of config.servers) {
-      const status = s.sandboxed
-        ? `✓ sandboxed, backend ${s.backend}${s.backendIsDefault ? ' (default)' : ''}`
-        : s.kind === 'remote'
-          ? '· remote, not run here'
-          : s.kind === 'unknown'
-            ? '? not a server entry mcp-sandbox understands'
-            : '✗ not sandboxed';
-      lines.push(`  ${nameOf(s).padEnd(width)}  ${status.padEnd(36)}  ${s.target}`.trimEnd());
-    }
-  }
-  return `${lines.join('\n')}\n`;
-}
-
-function nameOf(s: ListedServer): string {
-  return s.scope === 'local' ? `${s.name} (local)` : s.name;
+  registerListCommand(program, options, setExitCode, handle);
 }

@@ -15,6 +15,11 @@ export interface ConfigLocation {
   readonly sections: readonly ConfigSection[];
   /** Comments and trailing commas are allowed (the client reads JSONC). */
   readonly comments: boolean;
+  /**
+   * For a project-scoped config: the project folder. Whoever wrote the repository wrote the
+   * file: it must stay inside that folder, and nothing in that folder counts as mcp-sandbox.
+   */
+  readonly projectRoot?: string;
 }
 
 export interface ConfigSection {
@@ -99,6 +104,7 @@ export function locateConfig(client: ClientId, project: boolean, ctx: LocateCont
     file,
     sections,
     comments: spec.comments,
+    ...(scope === 'project' ? { projectRoot: ctx.cwd } : {}),
   });
   if (project && !spec.hasProjectScope) {
     throw new UsageError(`${spec.name} has no project-scoped MCP configuration; drop --project`);

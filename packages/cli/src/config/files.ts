@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { open, readdir, readFile, realpath, rename, stat, unlink } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readdir, realpath, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { SandboxError } from '@mcpsandbox/core';
 
@@ -20,12 +21,41 @@ export class ConfigFileError extends SandboxError {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The file's text, or undefined when it does not exist. Refuses bytes that are not UTF-8. */
-export async function readConfigText(file: string): Promise<string | undefined> {
+/** Larger than any client config; a file this big is not one to edit. */
+const MAX_CONFIG_BYTES = 16 * 2 ** 20;
+
+/**
+ * The file's text, or undefined when it does not exist. Only a regular file is read (a FIFO or a
+ * device would hang or never end), of bounded size; `follow: false` refuses a link as well (our
+ * own backups are never links). Refuses bytes that are not UTF-8.
+ */
+export async function readConfigText(
+  file: string,
+  options: { follow?: boolean } = {},
+): Promise<string | undefined> {
+  const flags =
+    constants.O_RDONLY | constants.O_NONBLOCK | (options.follow === false ? constants.O_NOFOLLOW : 0);
   let bytes: Buffer;
   try {
-    bytes = await readFile(file);
+    const handle = await open(file, flags);
+    try {
+      const info = await handle.stat();
+      if (!info.isFile()) {
+        throw new ConfigFileError(
+          'E_CONFIG_INVALID',
+          file,
+          `${file}: not a regular file; refusing to read it`,
+        );
+      }
+      if (info.size > MAX_CONFIG_BYTES) {
+        throw new ConfigFileError('E_CONFIG_INVALID', file, `${file}: over 16 MiB; refusing to read it`);
+      }
+      bytes = await handle.readFile();
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
+    if (error instanceof ConfigFileError) throw error;
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new ConfigFileError('E_CONFIG_IO', file, `${file}: cannot read it (${(error as Error).message})`, {
       cause: error,

@@ -1,4 +1,5 @@
-import { relative } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { relative, sep } from 'node:path';
 import { CLIENTS, type ConfigLocation } from './clients.js';
 import { unifiedDiff } from './diff.js';
 import {
@@ -26,6 +27,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export interface LoadedConfig {
   readonly location: ConfigLocation;
+  /** The environment launchers are checked against (PATH). */
+  readonly env: Readonly<Record<string, string | undefined>>;
   /** The file edits go to (the target of a symlink). */
   readonly target: string;
   readonly text: string;
@@ -50,16 +53,42 @@ export function parseConfig(text: string, location: ConfigLocation, file = locat
 }
 
 /** Reads and parses a client config; undefined when the file does not exist. */
-export async function loadConfig(location: ConfigLocation): Promise<LoadedConfig | undefined> {
+export async function loadConfig(
+  location: ConfigLocation,
+  env: LoadedConfig['env'],
+): Promise<LoadedConfig | undefined> {
   const target = await resolveTarget(location.file);
+  if (location.projectRoot !== undefined) await requireInside(target, location);
   const text = await readConfigText(target);
   if (text === undefined) return undefined;
   const root = parseConfig(text, location);
-  return { location, target, text, root, servers: listServers(root, location) };
+  return { location, env, target, text, root, servers: listServers(root, location, env) };
 }
 
-export async function requireConfig(location: ConfigLocation): Promise<LoadedConfig> {
-  const loaded = await loadConfig(location);
+/** A project's config is the project's: one that links out of it (to a user config) is not edited. */
+async function requireInside(target: string, location: ConfigLocation): Promise<void> {
+  // A file that does not exist is read as missing and never written.
+  if (
+    !(await realpath(location.file).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return;
+  const project = await resolveTarget(location.projectRoot as string);
+  if (target.startsWith(project.endsWith(sep) ? project : project + sep)) return;
+  throw new ConfigFileError(
+    'E_CONFIG_INVALID',
+    location.file,
+    `${location.file}: links outside the project (to ${target}); refusing to read or edit it`,
+  );
+}
+
+export async function requireConfig(
+  location: ConfigLocation,
+  env: LoadedConfig['env'],
+): Promise<LoadedConfig> {
+  const loaded = await loadConfig(location, env);
   if (!loaded) {
     throw new ConfigFileError(
       'E_CONFIG_MISSING',
@@ -175,7 +204,8 @@ function finish(config: LoadedConfig, edits: readonly TextEdit[], outcomes: Entr
   return { config, newText, outcomes, diff: unifiedDiff(config.text, newText, `${name}`, `${name} (new)`) };
 }
 
-function labelOf(entry: ServerEntry): string {
+/** How messages name an entry. */
+export function labelOf(entry: ServerEntry): string {
   return entry.section.scope === 'local' ? `${entry.name} (local scope)` : entry.name;
 }
 
@@ -205,11 +235,12 @@ interface Backup {
 async function loadBackups(config: LoadedConfig): Promise<Backup[]> {
   const out: Backup[] = [];
   for (const path of await listBackups(config.target)) {
-    const text = await readConfigText(path).catch(() => undefined);
+    // A backup in a project folder may have been planted there: never a link, a FIFO or a device.
+    const text = await readConfigText(path, { follow: false }).catch(() => undefined);
     if (text === undefined) continue;
     try {
       const root = parseJsonDocument(text, { comments: config.location.comments });
-      out.push({ text, root, servers: listServers(root, config.location) });
+      out.push({ text, root, servers: listServers(root, config.location, config.env) });
     } catch {
       // not a config we can use
     }

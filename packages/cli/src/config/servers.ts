@@ -1,5 +1,6 @@
 import type { ConfigLocation, ConfigSection } from './clients.js';
 import { getProperty, type JsonNode, type JsonObject, type JsonProperty, toValue } from './jsonc.js';
+import { checkLauncher, type Launcher, type LauncherContext } from './launcher.js';
 
 /** How an entry starts its server, as far as wrapping is concerned. */
 export type ServerKind = 'stdio' | 'remote' | 'wrapped' | 'unknown';
@@ -14,7 +15,13 @@ export interface ServerEntry {
   /** Names in the entry's own `env` block (values are never read out). */
   readonly envKeys: readonly string[];
   readonly url?: string;
-  readonly wrapped?: WrappedCommand;
+  /** Set for `wrapped` entries only: their launcher is one of ours (see `checkLauncher`). */
+  readonly wrapped?: WrappedCommand & { readonly checked: Launcher };
+  /**
+   * A `stdio` entry that reads like `… run -- <server>` but whose launcher is not one of ours: it
+   * runs its own command on the host, whatever it claims.
+   */
+  readonly claims?: WrappedCommand;
   /** Why the entry is `unknown`, or a caveat for wrapping it. */
   readonly note?: string;
 }
@@ -32,7 +39,15 @@ export interface WrappedCommand {
 }
 
 /** Every server entry of a parsed config, in file order, section by section. */
-export function listServers(root: JsonNode, location: ConfigLocation): ServerEntry[] {
+export function listServers(
+  root: JsonNode,
+  location: ConfigLocation,
+  env: LauncherContext['env'],
+): ServerEntry[] {
+  const trust: LauncherContext = {
+    env,
+    ...(location.projectRoot !== undefined ? { projectRoot: location.projectRoot } : {}),
+  };
   const out: ServerEntry[] = [];
   for (const section of location.sections) {
     const map = sectionNode(root, section.path);
@@ -44,7 +59,7 @@ export function listServers(root: JsonNode, location: ConfigLocation): ServerEnt
       const property = map.properties[i] as JsonProperty;
       if (seen.has(property.key)) continue;
       seen.add(property.key);
-      entries.push(classify(property, section));
+      entries.push(classify(property, section, trust));
     }
     out.push(...entries.reverse());
   }
@@ -59,7 +74,7 @@ export function sectionNode(root: JsonNode, path: readonly string[]): JsonObject
 
 const REMOTE_TYPES = new Set(['http', 'sse', 'streamable-http', 'streamableHttp', 'ws', 'websocket']);
 
-function classify(property: JsonProperty, section: ConfigSection): ServerEntry {
+function classify(property: JsonProperty, section: ConfigSection, trust: LauncherContext): ServerEntry {
   const base = { name: property.key, section, property, args: [] as string[], envKeys: [] as string[] };
   const node = property.value;
   if (node.kind !== 'object') return { ...base, kind: 'unknown', note: 'the entry is not an object' };
@@ -82,12 +97,25 @@ function classify(property: JsonProperty, section: ConfigSection): ServerEntry {
   }
   const args = rawArgs as string[];
   const wrapped = parseWrapped(command, args);
-  if (wrapped) return { ...base, envKeys, command, args, kind: 'wrapped', wrapped };
+  const checked = wrapped ? checkLauncher(wrapped.launcher, trust) : undefined;
+  if (wrapped && checked) {
+    return { ...base, envKeys, command, args, kind: 'wrapped', wrapped: { ...wrapped, checked } };
+  }
   const note =
     typeof value.envFile === 'string'
       ? 'variables from "envFile" are not forwarded into the sandbox; add --env KEY for each one it needs'
-      : undefined;
-  return { ...base, envKeys, command, args, kind: 'stdio', ...(note ? { note } : {}) };
+      : wrapped
+        ? 'it only claims to be sandboxed: its launcher is not mcp-sandbox, so it is sandboxed as it stands'
+        : undefined;
+  return {
+    ...base,
+    envKeys,
+    command,
+    args,
+    kind: 'stdio',
+    ...(wrapped ? { claims: wrapped } : {}),
+    ...(note ? { note } : {}),
+  };
 }
 
 /**
@@ -143,7 +171,7 @@ export function parseWrapped(command: string, args: readonly string[]): WrappedC
   } else if (PACKAGE_RUNNERS.has(name)) {
     let i = 1;
     while (i < argv.length && (argv[i] as string).startsWith('-')) i++;
-    if (/^mcp-sandbox(@[^/\s]*)?$/.test(argv[i] ?? '')) runAt = i + 1;
+    if (/^mcp-sandbox(@\S*)?$/.test(argv[i] ?? '')) runAt = i + 1;
   }
   if (runAt === -1) {
     // Only among the launcher's own words: a server's arguments after "--" never count.
