@@ -98,6 +98,7 @@ export {
   resolveFromRegistry,
   updatePins,
 } from './npx-pin.js';
+export { PendingBytes } from './pending-bytes.js';
 export {
   digestTool,
   filePinStore,
