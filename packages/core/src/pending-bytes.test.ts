@@ -61,7 +61,7 @@ describe('PendingBytes', () => {
   });
 
   it('keeps a large chunk as a view, but copies a small view that would pin a large buffer', () => {
-    const big = Buffer.alloc(4 * MERGE_BELOW_BYTES, 1);
+    const big = Buffer.alloc(8 * MERGE_BELOW_BYTES, 1);
     const pending = new PendingBytes();
     pending.append(big);
     expect(pending.shift()?.buffer).toBe(big.buffer);

@@ -33,7 +33,7 @@ export class PendingBytes {
     const buf = toBuffer(chunk);
     if (buf.length === 0) return;
     this.#length += buf.length;
-    if (buf.length >= MERGE_BELOW_BYTES && buf.length * 2 >= buf.buffer.byteLength) {
+    if (buf.length >= MERGE_BELOW_BYTES && !pins(buf)) {
       this.#seal();
       this.#parts.push(buf);
       return;
@@ -42,7 +42,7 @@ export class PendingBytes {
       const last = this.#parts.at(-1);
       // One small chunk alone is kept as it is; a second one starts the shared buffer.
       if (last === undefined || last.length >= MERGE_BELOW_BYTES) {
-        this.#parts.push(buf.length * 2 >= buf.buffer.byteLength ? buf : copyOf(buf));
+        this.#parts.push(pins(buf) ? copyOf(buf) : buf);
         return;
       }
       this.#parts.pop();
@@ -161,6 +161,11 @@ export class PendingBytes {
     this.#tail = undefined;
     this.#tailUsed = 0;
   }
+}
+
+/** True for a small view that would keep a much larger buffer alive (not Node's 8 KiB pool). */
+function pins(buf: Buffer): boolean {
+  return buf.buffer.byteLength > MAX_TAIL_BYTES && buf.length * 2 < buf.buffer.byteLength;
 }
 
 /** A copy with memory of its own (not a slice of Node's shared pool, which it would keep alive). */
