@@ -25,6 +25,10 @@ const KEEPALIVE_SECONDS = '50';
 const ENVD_CLOSE_STDIN = '0.5.2';
 /** The first envd that takes a raw (octet-stream) file upload. */
 const ENVD_OCTET_STREAM = '0.5.7';
+/** Before this envd, a process start must name its user (the SDK names `user`). */
+const ENVD_DEFAULT_USER = '0.4.0';
+/** The SDK's default user, named to envd older than {@link ENVD_DEFAULT_USER}. */
+const DEFAULT_USER = 'user';
 
 const FLAG_COMPRESSED = 0x01;
 const FLAG_END_STREAM = 0x02;
@@ -128,7 +132,8 @@ export class EnvdClient {
           envs: config.envs,
           ...(config.cwd ? { cwd: config.cwd } : {}),
         },
-        ...(options.stdin ? { stdin: true } : {}),
+        // Always sent, as the SDK does: envd reads a start without it as "give it a stdin pipe".
+        stdin: options.stdin,
       }),
     );
     const response = await this.#post(
@@ -136,6 +141,7 @@ export class EnvdClient {
       {
         'Content-Type': 'application/connect+json',
         'Keepalive-Ping-Interval': KEEPALIVE_SECONDS,
+        ...this.#userHeader(),
         ...(options.timeoutMs ? { 'Connect-Timeout-Ms': String(options.timeoutMs) } : {}),
       },
       body,
@@ -168,6 +174,17 @@ export class EnvdClient {
     }
   }
 
+  /** Whether this envd needs the user named (it has no default user yet). */
+  get #namesUser(): boolean {
+    return compareVersions(this.#endpoint.version, ENVD_DEFAULT_USER) < 0;
+  }
+
+  /** The SDK's `Authorization: Basic` header naming the user, for envd that needs it. */
+  #userHeader(): Record<string, string> {
+    if (!this.#namesUser) return {};
+    return { Authorization: `Basic ${Buffer.from(`${DEFAULT_USER}:`).toString('base64')}` };
+  }
+
   async sendInput(pid: number, data: Uint8Array): Promise<void> {
     await this.#unary(
       'SendInput',
@@ -192,7 +209,7 @@ export class EnvdClient {
     const doing = 'copy a mounted file into the sandbox';
     const query = new URLSearchParams({ path });
     // Before envd 0.4.0 the user had to be named; the SDK's default is `user`.
-    if (compareVersions(this.#endpoint.version, '0.4.0') < 0) query.set('username', 'user');
+    if (this.#namesUser) query.set('username', DEFAULT_USER);
     const octet = compareVersions(this.#endpoint.version, ENVD_OCTET_STREAM) >= 0;
     let body: Uint8Array | FormData = data;
     if (!octet) {

@@ -823,7 +823,9 @@ class Bridge {
         if (!this.#serverStatus || this.#serverStatus.error) return ExitCode.sandboxFailure;
         return exitCodeOf(this.#serverStatus);
       default:
-        // The client ended the session: the server's own exit counts unless we had to stop it.
+        // The client ended the session, then the sandbox failed under the server: still a failure.
+        if (this.#serverStatus?.error) return ExitCode.sandboxFailure;
+        // The server's own exit counts unless we had to stop it.
         return this.#serverStatus && !this.#signalledByUs ? exitCodeOf(this.#serverStatus) : ExitCode.ok;
     }
   }

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { rng } from '../test/rng.js';
 import { LineFramer, lineContent } from './framing.js';
@@ -85,5 +87,41 @@ describe('LineFramer', () => {
     const { oversize, lines } = frame([Buffer.from(`${'x'.repeat(3000)}\n{}\n`)], 1024);
     expect(oversize.map((o) => o.size)).toEqual([3001]);
     expect(lines.map(String)).toEqual(['{}\n']);
+  });
+});
+
+describe('LineFramer memory per pending byte', () => {
+  // Each chunk kept as its own object cost hundreds of bytes of heap: a server (or envd) that
+  // sent a long line one byte at a time bloated the bridge far past the line's size.
+  it('a line fed one byte per chunk is held in a handful of objects, and delivered whole', () => {
+    const framer = new LineFramer();
+    const lines: Buffer[] = [];
+    const handler = { line: (l: Buffer) => lines.push(l), oversize: () => undefined };
+    const count = 500_000;
+    for (let i = 0; i < count; i++) framer.push(i % 2 ? Buffer.alloc(1, 97) : Buffer.from('a'), handler);
+    expect(framer.pending.bytes).toBe(count);
+    expect(framer.pending.parts).toBeLessThan(12);
+    framer.push(Buffer.from('\n'), handler);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.equals(Buffer.concat([Buffer.alloc(count, 97), Buffer.from('\n')]))).toBe(true);
+  });
+
+  it('heap per pending byte stays small whatever the chunking', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const used = () => {
+      gc();
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
+    const count = 400_000;
+    const framer = new LineFramer();
+    const handler = { line: () => undefined, oversize: () => undefined };
+    const before = used();
+    for (let i = 0; i < count; i++) framer.push(Buffer.from([0x61]), handler);
+    const perByte = (used() - before) / count;
+    expect(framer.pending.bytes).toBe(count);
+    // Measured near 1-2 bytes per byte; one object per chunk was over 100.
+    expect(perByte).toBeLessThan(8);
   });
 });

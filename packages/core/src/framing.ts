@@ -1,9 +1,12 @@
 /**
  * Byte-level line framing for newline-delimited JSON-RPC. Chunks are split on `\n` without
  * decoding, so a UTF-8 character split across chunks survives; a partial line is kept until its
- * newline arrives. A line over `maxLineBytes` is not buffered: its first bytes are kept (to find
- * the request id) and the rest is counted and dropped.
+ * newline arrives, in memory proportional to its bytes however small its chunks (`PendingBytes`).
+ * A line over `maxLineBytes` is not buffered: its first bytes are kept (to find the request id)
+ * and the rest is counted and dropped.
  */
+
+import { PendingBytes } from './pending-bytes.js';
 
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
 const OVERSIZE_HEAD_BYTES = 4096;
@@ -21,8 +24,7 @@ export interface FrameHandler {
 
 export class LineFramer {
   readonly maxLineBytes: number;
-  #pending: Buffer[] = [];
-  #pendingBytes = 0;
+  readonly #pending = new PendingBytes();
   /** Set while skipping the rest of an oversize line. */
   #discard: { head: Buffer; size: number } | undefined;
 
@@ -49,13 +51,7 @@ export class LineFramer {
         handler.oversize(head, size + piece.length);
         continue;
       }
-      let line = piece;
-      if (this.#pendingBytes > 0) {
-        this.#pending.push(piece);
-        line = Buffer.concat(this.#pending, this.#pendingBytes + piece.length);
-        this.#pending = [];
-        this.#pendingBytes = 0;
-      }
+      const line = this.#pending.length > 0 ? this.#pending.takeAll(piece) : piece;
       if (line.length - 1 > this.maxLineBytes)
         handler.oversize(line.subarray(0, OVERSIZE_HEAD_BYTES), line.length);
       else handler.line(line);
@@ -69,11 +65,13 @@ export class LineFramer {
       this.#discard = undefined;
       return;
     }
-    if (this.#pendingBytes === 0) return;
-    const line = Buffer.concat(this.#pending, this.#pendingBytes);
-    this.#pending = [];
-    this.#pendingBytes = 0;
-    handler.line(line);
+    if (this.#pending.length === 0) return;
+    handler.line(this.#pending.takeAll());
+  }
+
+  /** Bytes of the unfinished line held, and the objects holding them (for tests). */
+  get pending(): { readonly bytes: number; readonly parts: number } {
+    return { bytes: this.#pending.length, parts: this.#pending.parts };
   }
 
   #keep(part: Buffer): void {
@@ -81,13 +79,10 @@ export class LineFramer {
       this.#discard.size += part.length;
       return;
     }
-    this.#pending.push(part);
-    this.#pendingBytes += part.length;
-    if (this.#pendingBytes > this.maxLineBytes) {
-      const all = Buffer.concat(this.#pending, this.#pendingBytes);
-      this.#discard = { head: Buffer.from(all.subarray(0, OVERSIZE_HEAD_BYTES)), size: all.length };
-      this.#pending = [];
-      this.#pendingBytes = 0;
+    this.#pending.append(part);
+    if (this.#pending.length > this.maxLineBytes) {
+      this.#discard = { head: this.#pending.head(OVERSIZE_HEAD_BYTES), size: this.#pending.length };
+      this.#pending.clear();
     }
   }
 }

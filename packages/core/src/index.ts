@@ -108,6 +108,7 @@ export {
   resolveFromRegistry,
   updatePins,
 } from './npx-pin.js';
+export { PendingBytes } from './pending-bytes.js';
 export {
   digestTool,
   filePinStore,

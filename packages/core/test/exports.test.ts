@@ -22,6 +22,7 @@ describe('@mcpsandbox/core public exports', () => {
         "LineFramer",
         "MAX_TIMER_MS",
         "MIN_REDACTED_LENGTH",
+        "PendingBytes",
         "PinChangedError",
         "ProcessClosedError",
         "REDACTED",

@@ -20,6 +20,10 @@ import { dirname, join, posix } from 'node:path';
 export const FAKE_API_KEY = 'e2b_fake_key_for_tests';
 /** Recent enough for stdin close (0.5.2) and octet-stream uploads (0.5.7). */
 export const FAKE_ENVD_VERSION = '0.6.3';
+/** The first envd that runs a process as its default user when the request names none. */
+const ENVD_DEFAULT_USER = '0.4.0';
+/** The first envd that reads the `stdin` field of a process start (before, stdin is always a pipe). */
+const ENVD_STDIN_FIELD = '0.3.0';
 
 export interface FakeCreateRequest {
   readonly templateID?: string;
@@ -54,7 +58,14 @@ export type HostileFrame =
   /** One complete frame whose payload is a JSON array of `bytes` bytes (`[0,0,0,…]`). */
   | { readonly kind: 'json-array'; readonly bytes: number }
   /** One well-formed data event carrying `bytes` bytes of output. */
-  | { readonly kind: 'data'; readonly stream: 'stdout' | 'stderr'; readonly bytes: number };
+  | { readonly kind: 'data'; readonly stream: 'stdout' | 'stderr'; readonly bytes: number }
+  /** `text` as output, in well-formed data events of `bytesPerFrame` bytes each (1: one frame a byte). */
+  | {
+      readonly kind: 'output';
+      readonly stream: 'stdout' | 'stderr';
+      readonly text: string;
+      readonly bytesPerFrame: number;
+    };
 
 /** A process start as envd saw it, with the egress rules in force at that moment. */
 export interface FakeStart {
@@ -62,6 +73,10 @@ export interface FakeStart {
   readonly args: readonly string[];
   readonly envs: Readonly<Record<string, string>>;
   readonly user: string | undefined;
+  /** The request's `stdin` field as sent (undefined: left out, which envd reads as "a pipe"). */
+  readonly stdin: unknown;
+  /** Whether the process got a stdin pipe. */
+  readonly stdinPipe: boolean;
   readonly network: unknown;
 }
 
@@ -114,8 +129,20 @@ export interface FakeE2B {
   close(): Promise<void>;
 }
 
-export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<FakeE2B> {
+export interface FakeE2BOptions {
+  readonly apiKey?: string;
+  /**
+   * The envd version every sandbox reports, and behaves as: before 0.4.0 a process start must name
+   * its user (`Authorization: Basic`, as the SDK sends) and an upload its `username`; before 0.3.0
+   * the `stdin` field is ignored (stdin is always a pipe).
+   */
+  readonly envdVersion?: string;
+}
+
+export async function startFakeE2B(options: FakeE2BOptions = {}): Promise<FakeE2B> {
   const apiKey = options.apiKey ?? FAKE_API_KEY;
+  const envdVersion = options.envdVersion ?? FAKE_ENVD_VERSION;
+  const older = (than: string) => compareVersions(envdVersion, than) < 0;
   const sandboxes = new Map<string, FakeSandbox>();
   const requests: string[] = [];
   const createFailures: { status: number; message: string }[] = [];
@@ -182,7 +209,7 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
         sandboxID: id,
         templateID: template,
         clientID: 'fake',
-        envdVersion: FAKE_ENVD_VERSION,
+        envdVersion,
         envdAccessToken: box.accessToken,
         domain: null,
       });
@@ -217,7 +244,7 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
         sandboxID: box.id,
         templateID: box.create.templateID ?? 'base',
         clientID: 'fake',
-        envdVersion: FAKE_ENVD_VERSION,
+        envdVersion,
         envdAccessToken: box.accessToken,
         domain: null,
       });
@@ -228,7 +255,7 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
         templateID: box.create.templateID ?? 'base',
         clientID: 'fake',
         metadata: box.create.metadata ?? {},
-        envdVersion: FAKE_ENVD_VERSION,
+        envdVersion,
         startedAt: new Date().toISOString(),
         endAt: new Date().toISOString(),
         state: 'running',
@@ -270,7 +297,13 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
       await readBody(req);
       return sendJson(res, 401, { code: 'unauthenticated', message: 'bad access token' });
     }
-    if (req.method === 'POST' && url.pathname === '/files') return upload(box, req, res, url);
+    if (req.method === 'POST' && url.pathname === '/files') {
+      if (older(ENVD_DEFAULT_USER) && !url.searchParams.get('username')) {
+        await readBody(req);
+        return sendJson(res, 400, { code: 400, message: 'no user specified' });
+      }
+      return upload(box, req, res, url);
+    }
     if (req.method !== 'POST' || !url.pathname.startsWith('/process.Process/')) {
       await readBody(req);
       return sendJson(res, 404, { code: 'unimplemented', message: `fake envd has no ${url.pathname}` });
@@ -279,6 +312,10 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
     const body = await readBody(req);
     if (method === 'Start' || method === 'Connect') {
       const message = JSON.parse(unenvelope(body).toString()) as Record<string, unknown>;
+      // An old envd runs a process as the user the request names, and has no default.
+      if (method === 'Start' && older(ENVD_DEFAULT_USER) && !basicUser(req.headers.authorization)) {
+        return sendJson(res, 401, { code: 'unauthenticated', message: 'no user specified' });
+      }
       const interval = Number(req.headers['keepalive-ping-interval'] ?? 0);
       return method === 'Start'
         ? startProcess(box, message, req, res, interval)
@@ -340,11 +377,15 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
     const commandLine = [config.cmd, ...(config.args ?? [])].join(' ');
     const attackIndex = attacks.findIndex((a) => commandLine.includes(a.match));
     const hostile = attackIndex >= 0 ? attacks.splice(attackIndex, 1)[0] : undefined;
+    // envd reads a start without `stdin` as "give it a pipe"; before 0.3.0 it always gives one.
+    const stdinPipe = older(ENVD_STDIN_FIELD) || message.stdin !== false;
     box.starts.push({
       cmd: config.cmd,
       args: config.args ?? [],
       envs: config.envs ?? {},
       user: basicUser(req.headers.authorization),
+      stdin: message.stdin,
+      stdinPipe,
       network: box.networkUpdates.at(-1) ?? {
         allow_internet_access: box.create.allow_internet_access,
         network: box.create.network,
@@ -365,7 +406,7 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
     const child = spawn(config.cmd, args, {
       cwd: config.cwd ? mapPath(box, config.cwd) : box.home,
       env,
-      stdio: [message.stdin === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      stdio: [stdinPipe ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       detached: true,
     });
     child.stdin?.on('error', () => {});
@@ -384,7 +425,7 @@ export async function startFakeE2B(options: { apiKey?: string } = {}): Promise<F
           ...(config.cwd ? { cwd: config.cwd } : {}),
         },
         streams: new Set(),
-        stdinOpen: message.stdin === true,
+        stdinOpen: stdinPipe,
         outputCancelled: false,
         ended: false,
         hostile,
@@ -586,12 +627,51 @@ async function sendHostileFrame(res: ServerResponse, frame: HostileFrame): Promi
     if (ok) res.write(']');
     return;
   }
+  if (frame.kind === 'output') return sendOutputFrames(res, frame);
   const prefix = Buffer.from(`{"event":{"data":{"${frame.stream}":"`);
   const suffix = Buffer.from('"}}}');
   const base64 = Math.ceil(frame.bytes / 3) * 4;
   head.writeUInt32BE(prefix.length + base64 + suffix.length, 1);
   res.write(Buffer.concat([head, prefix]));
   if (await writeFiller(res, base64, Buffer.alloc(FILLER_PIECE, 'A'))) res.write(suffix);
+}
+
+/** Well-formed data events, written in batches with backpressure. */
+async function sendOutputFrames(
+  res: ServerResponse,
+  frame: Extract<HostileFrame, { kind: 'output' }>,
+): Promise<void> {
+  const bytes = Buffer.from(frame.text);
+  const step = Math.max(1, frame.bytesPerFrame);
+  let batch: Buffer[] = [];
+  let size = 0;
+  for (let at = 0; at < bytes.length; at += step) {
+    batch.push(
+      envelope(0, { event: { data: { [frame.stream]: bytes.subarray(at, at + step).toString('base64') } } }),
+    );
+    size += (batch.at(-1) as Buffer).length;
+    if (size < FILLER_PIECE && at + step < bytes.length) continue;
+    if (res.destroyed || res.writableEnded) return;
+    if (!res.write(Buffer.concat(batch, size))) {
+      const go = await new Promise<boolean>((resolve) => {
+        res.once('drain', () => resolve(true));
+        res.once('close', () => resolve(false));
+      });
+      if (!go) return;
+    }
+    batch = [];
+    size = 0;
+  }
+}
+
+function compareVersions(a: string, b: string): number {
+  const parse = (v: string) => v.split(/[.-]/).map((part) => Number.parseInt(part, 10) || 0);
+  const [x, y] = [parse(a), parse(b)];
+  for (let i = 0; i < 3; i++) {
+    const diff = (x[i] ?? 0) - (y[i] ?? 0);
+    if (diff !== 0) return diff;
+  }
+  return 0;
 }
 
 /** A 200 answer to a unary call whose JSON body is `bytes` long. */

@@ -3,6 +3,7 @@ export {
   FAKE_ENVD_VERSION,
   type FakeCreateRequest,
   type FakeE2B,
+  type FakeE2BOptions,
   type FakeSandbox,
   type FakeStart,
   type HostileEnvd,
