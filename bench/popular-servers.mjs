@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+// Popular npm MCP servers, direct and through `mcp-sandbox run`: how many tools each lists and the
+// time to the first `tools/list`, on a first start (nothing installed anywhere), a first sandboxed
+// start with the user's npm cache already holding the package, and warm starts.
+// Needs the npm registry. Not part of `pnpm bench` (minutes of downloads): `node bench/popular-servers.mjs`.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
+const BIN = join(ROOT, 'apps', 'cli', 'dist', 'bin.js');
+
+/** name, npx arguments, dummy credentials the server checks at start, run options. */
+const SERVERS = [
+  { name: 'everything', args: ['@modelcontextprotocol/server-everything'] },
+  { name: 'memory', args: ['@modelcontextprotocol/server-memory'] },
+  { name: 'filesystem', args: ['@modelcontextprotocol/server-filesystem', '{dir}'], mount: true },
+  { name: 'sequential-thinking', args: ['@modelcontextprotocol/server-sequential-thinking'] },
+  {
+    name: 'github',
+    args: ['@modelcontextprotocol/server-github'],
+    env: { GITHUB_PERSONAL_ACCESS_TOKEN: 'x' },
+  },
+  { name: 'brave-search', args: ['@modelcontextprotocol/server-brave-search'], env: { BRAVE_API_KEY: 'x' } },
+  { name: 'context7', args: ['@upstash/context7-mcp'] },
+  { name: 'kubernetes', args: ['mcp-server-kubernetes'] },
+  { name: 'playwright', args: ['@playwright/mcp'] },
+  { name: 'tavily', args: ['tavily-mcp'], env: { TAVILY_API_KEY: 'x' } },
+  { name: 'firecrawl', args: ['firecrawl-mcp'], env: { FIRECRAWL_API_KEY: 'x' } },
+  { name: 'notion', args: ['@notionhq/notion-mcp-server'] },
+];
+
+const { values: flags } = parseArgs({
+  options: { only: { type: 'string' }, timeout: { type: 'string', default: '180' }, out: { type: 'string' } },
+});
+const only = flags.only ? new Set(flags.only.split(',')) : undefined;
+const TIMEOUT_MS = Number(flags.timeout) * 1000;
+
+const INIT = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"survey","version":"1"}}}\n`;
+const INITIALIZED = `{"jsonrpc":"2.0","method":"notifications/initialized"}\n`;
+const LIST = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n`;
+
+/** Spawns argv, speaks initialize + tools/list, resolves with the tool count and the time to it. */
+function firstToolsList(argv, env) {
+  return new Promise((done) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(argv[0], argv.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let buffer = '';
+    let stderr = '';
+    const finish = (result) => {
+      clearTimeout(timer);
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 3000).unref();
+      done({ ...result, stderr: stderr.slice(-600) });
+    };
+    const timer = setTimeout(() => finish({ error: 'timeout' }), TIMEOUT_MS);
+    child.stderr.on('data', (chunk) => {
+      stderr = (stderr + chunk).slice(-4000);
+    });
+    child.on('exit', (code) => finish({ error: `exited ${code}` }));
+    child.stdin.on('error', () => undefined);
+    child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        let message;
+        try {
+          message = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        if (message.id === 1) child.stdin.write(INITIALIZED + LIST);
+        if (message.id === 2) {
+          const ms = Number(process.hrtime.bigint() - started) / 1e6;
+          finish(
+            message.result ? { tools: message.result.tools.length, ms } : { error: 'tools/list failed' },
+          );
+        }
+      }
+    });
+    child.stdin.write(INIT);
+  });
+}
+
+function npxArgs(server, dir) {
+  return server.args.map((a) => (a === '{dir}' ? dir : a));
+}
+
+function sandboxed(server, dir) {
+  const options = [];
+  for (const key of Object.keys(server.env ?? {})) options.push('--env', key);
+  if (server.mount) options.push('--mount', `${dir}:${dir}:rw`);
+  return [process.execPath, BIN, 'run', ...options, '--', 'npx', '-y', ...npxArgs(server, dir)];
+}
+
+const rows = [];
+for (const server of SERVERS) {
+  if (only && !only.has(server.name)) continue;
+  const home = mkdtempSync(join(tmpdir(), `survey-${server.name}-`));
+  const dir = join(home, 'files');
+  mkdirSync(dir);
+  // A private home: its npm cache, the sandbox's install cache and the pin lock start empty.
+  const env = {
+    PATH: process.env.PATH,
+    HOME: home,
+    XDG_STATE_HOME: join(home, 'state'),
+    XDG_CACHE_HOME: join(home, 'cache'),
+    npm_config_cache: join(home, '.npm'),
+    MCP_SANDBOX_PIN_LOCK: join(home, 'npx-lock.json'),
+    ...server.env,
+  };
+  const direct = ['npx', '-y', ...npxArgs(server, dir)];
+  process.stderr.write(`[survey] ${server.name}\n`);
+  // Order: sandboxed first start with nothing anywhere; then direct first start (npm's cache empty
+  // again); a sandboxed first start whose user cache now holds it; then warm starts of each.
+  const sandboxCold = await firstToolsList(sandboxed(server, dir), env);
+  rmSync(join(home, '.npm'), { recursive: true, force: true });
+  const directCold = await firstToolsList(direct, env);
+  rmSync(join(home, 'cache'), { recursive: true, force: true });
+  rmSync(join(home, 'state'), { recursive: true, force: true });
+  rmSync(join(home, 'npx-lock.json'), { force: true });
+  const sandboxCached = await firstToolsList(sandboxed(server, dir), env);
+  const directWarm = await firstToolsList(direct, env);
+  const sandboxWarm = await firstToolsList(sandboxed(server, dir), env);
+  rows.push({ server: server.name, directCold, directWarm, sandboxCold, sandboxCached, sandboxWarm });
+  rmSync(home, { recursive: true, force: true });
+}
+
+const cell = (r) => (r.error ? r.error : `${(r.ms / 1000).toFixed(2)} s`);
+const tools = (r) => (r.error ? '-' : String(r.tools));
+const header = [
+  'server',
+  'tools direct',
+  'tools sandboxed',
+  'direct first',
+  'sandboxed first',
+  'sandboxed, npm cache warm',
+  'direct warm',
+  'sandboxed warm',
+];
+const lines = [
+  header,
+  ...rows.map((r) => [
+    r.server,
+    tools(r.directWarm),
+    tools(r.sandboxWarm),
+    cell(r.directCold),
+    cell(r.sandboxCold),
+    cell(r.sandboxCached),
+    cell(r.directWarm),
+    cell(r.sandboxWarm),
+  ]),
+];
+process.stdout.write(`| ${lines[0].join(' | ')} |\n|${lines[0].map(() => '---').join('|')}|\n`);
+for (const line of lines.slice(1)) process.stdout.write(`| ${line.join(' | ')} |\n`);
+for (const r of rows) {
+  for (const [kind, result] of Object.entries(r)) {
+    if (kind !== 'server' && result.error)
+      process.stderr.write(`[survey] ${r.server} ${kind}: ${result.error}\n${result.stderr}\n`);
+  }
+}
+if (flags.out) writeFileSync(flags.out, JSON.stringify(rows, null, 2));
