@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerDoctorCommand } from './commands/doctor.js';
 import { registerInspectCommand } from './commands/inspect.js';
 import { registerRunCommand } from './commands/run.js';
+import { registerServeCommand } from './commands/serve.js';
 import { registerStateCommand } from './commands/state.js';
 import { registerTraceCommand } from './commands/trace.js';
 import { registerUpdateCommand } from './commands/update.js';
@@ -47,6 +48,7 @@ export function createProgram(options: CliOptions, setExitCode: (code: number) =
     .showHelpAfterError('(run "mcp-sandbox run --help" for usage)');
 
   registerRunCommand(program, options, setExitCode);
+  registerServeCommand(program, options, setExitCode);
   registerWrapCommands(program, options, setExitCode);
   registerDoctorCommand(program, options, setExitCode);
   registerInspectCommand(program, options, setExitCode);

@@ -1,0 +1,212 @@
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authed, INIT, raw, type Served, startServe, TOKEN } from './serve-helpers.js';
+
+// The HTTP surface of `mcp-sandbox serve`, attacked through the built binary: each test sends what
+// a local process or a web page could send, and each has a control (the same request, made
+// acceptable, succeeds), so a refusal is the guard's doing and not a broken server.
+
+const REPO = fileURLToPath(new URL('../../..', import.meta.url));
+const TINY = fileURLToPath(new URL('./fixtures/tiny-server.mjs', import.meta.url));
+const body = JSON.stringify(INIT);
+
+function sseMessages(text: string): Array<Record<string, unknown>> {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
+}
+
+describe('serve: the HTTP surface refuses what it must', () => {
+  let served: Served;
+  beforeAll(async () => {
+    served = await startServe(
+      ['--mount', `${REPO}:ro`, '--max-sessions', '2', '--max-message-size', '64KiB'],
+      ['node', TINY],
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await served?.stop();
+  });
+
+  it('control: the right token, Host and no Origin open a session', async () => {
+    const res = await raw(served.port, { headers: authed(served.port), body });
+    expect(res.status).toBe(200);
+    expect(res.headers['mcp-session-id']).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(sseMessages(res.body)[0]).toMatchObject({
+      id: 1,
+      result: { serverInfo: { name: 'tiny-server' } },
+    });
+    await raw(served.port, {
+      method: 'DELETE',
+      headers: authed(served.port, { 'mcp-session-id': String(res.headers['mcp-session-id']) }),
+    });
+  }, 30_000);
+
+  it('no token: 401 with WWW-Authenticate, no session', async () => {
+    const { authorization: _, ...headers } = authed(served.port);
+    const res = await raw(served.port, { headers, body });
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
+    expect(res.headers['mcp-session-id']).toBeUndefined();
+  });
+
+  it('a wrong token, a prefix of the token and the token plus one character: 401', async () => {
+    for (const wrong of ['nope', TOKEN.slice(0, -1), `${TOKEN}x`, TOKEN.toUpperCase()]) {
+      const res = await raw(served.port, {
+        headers: authed(served.port, { authorization: `Bearer ${wrong}` }),
+        body,
+      });
+      expect(res.status, wrong).toBe(401);
+    }
+    const basic = await raw(served.port, {
+      headers: authed(served.port, { authorization: `Basic ${TOKEN}` }),
+      body,
+    });
+    expect(basic.status).toBe(401);
+  });
+
+  it('a foreign Origin: 403 (a web page cannot drive the server); its own Origin is allowed', async () => {
+    for (const origin of [
+      'https://evil.example',
+      'http://127.0.0.1.evil.example',
+      'null',
+      `http://127.0.0.1:${served.port + 1}`,
+    ]) {
+      const res = await raw(served.port, { headers: authed(served.port, { origin }), body });
+      expect(res.status, origin).toBe(403);
+      expect(res.headers['mcp-session-id']).toBeUndefined();
+    }
+    const own = await raw(served.port, {
+      headers: authed(served.port, { origin: `http://localhost:${served.port}` }),
+      body,
+    });
+    expect(own.status).toBe(200);
+    await raw(served.port, {
+      method: 'DELETE',
+      headers: authed(served.port, { 'mcp-session-id': String(own.headers['mcp-session-id']) }),
+    });
+  }, 30_000);
+
+  it('a Host that is not this loopback listener: 403 (DNS rebinding), even with the token', async () => {
+    for (const host of [
+      'evil.example',
+      `evil.example:${served.port}`,
+      `127.0.0.1:${served.port + 1}`,
+      '127.0.0.1',
+    ]) {
+      const res = await raw(served.port, { headers: authed(served.port, { host }), body });
+      expect(res.status, host).toBe(403);
+    }
+  });
+
+  it('an oversize body: 413 before it is parsed, declared or streamed', async () => {
+    const big = JSON.stringify({ ...INIT, params: { ...INIT.params, pad: 'x'.repeat(70 * 1024) } });
+    const declared = await raw(served.port, { headers: authed(served.port), body: big });
+    expect(declared.status).toBe(413);
+    const chunked = await raw(served.port, {
+      headers: authed(served.port, { 'transfer-encoding': 'chunked' }),
+      body: Buffer.from(big),
+    });
+    expect(chunked.status).toBe(413);
+  });
+
+  it('too many sessions: 503 with Retry-After; a closed one frees its place', async () => {
+    const a = await raw(served.port, { headers: authed(served.port), body });
+    const b = await raw(served.port, { headers: authed(served.port), body });
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const c = await raw(served.port, { headers: authed(served.port), body });
+    expect(c.status).toBe(503);
+    expect(Number(c.headers['retry-after'])).toBeGreaterThan(0);
+    for (const r of [a, b]) {
+      const del = await raw(served.port, {
+        method: 'DELETE',
+        headers: authed(served.port, { 'mcp-session-id': String(r.headers['mcp-session-id']) }),
+      });
+      expect(del.status).toBe(204);
+    }
+    // The sandboxes close asynchronously; then there is room again.
+    let again = 503;
+    for (let i = 0; i < 50 && again === 503; i++) {
+      again = (await raw(served.port, { headers: authed(served.port), body })).status;
+      if (again === 503) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(again).toBe(200);
+  }, 60_000);
+
+  it('a second initialize opens its own session and does not disturb the first; ids are random and unusable without the token', async () => {
+    const first = await raw(served.port, { headers: authed(served.port), body });
+    const second = await raw(served.port, { headers: authed(served.port), body });
+    const ids = [first, second].map((r) => String(r.headers['mcp-session-id']));
+    expect(ids[0]).not.toBe(ids[1]);
+    // The first session still answers, on its own server.
+    const call = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const listed = await raw(served.port, {
+      headers: authed(served.port, { 'mcp-session-id': ids[0] as string }),
+      body: call,
+    });
+    expect(listed.status).toBe(200);
+    expect(sseMessages(listed.body)[0]).toMatchObject({ id: 2, result: { tools: expect.any(Array) } });
+    // Another client that learned the id still needs the token.
+    const { authorization: _, ...noToken } = authed(served.port, { 'mcp-session-id': ids[0] as string });
+    expect((await raw(served.port, { headers: noToken, body: call })).status).toBe(401);
+    // A made-up id is not a session.
+    const guessed = await raw(served.port, {
+      headers: authed(served.port, { 'mcp-session-id': 'AAAA' }),
+      body: call,
+    });
+    expect(guessed.status).toBe(404);
+    for (const id of ids) {
+      await raw(served.port, { method: 'DELETE', headers: authed(served.port, { 'mcp-session-id': id }) });
+    }
+  }, 60_000);
+
+  it('stateless (2026-07-28): GET and DELETE without a session are 405; a header that disagrees is 400', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const res = await raw(served.port, { method, headers: authed(served.port) });
+      expect(res.status, method).toBe(405);
+    }
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
+    const call = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: meta } });
+    const missing = await raw(served.port, { headers: authed(served.port), body: call });
+    expect(missing.status).toBe(400);
+    const wrongMethod = await raw(served.port, {
+      headers: authed(served.port, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call' }),
+      body: call,
+    });
+    expect(wrongMethod.status).toBe(400);
+    expect(JSON.parse(wrongMethod.body).error.code).toBe(-32020);
+  });
+});
+
+describe('serve: the generated token', () => {
+  it('is printed once on stderr, and is what the endpoint wants', async () => {
+    const served = await startServe(['--backend', 'none'], ['node', TINY], {}, null);
+    try {
+      const printed = served.stderr().match(/bearer token \(shown once\): (\S+)/g) ?? [];
+      expect(printed).toHaveLength(1);
+      const token = (printed[0] as string).split(': ')[1] as string;
+      expect(token.length).toBeGreaterThanOrEqual(43);
+      const res = await raw(served.port, {
+        headers: authed(served.port, { authorization: `Bearer ${token}` }),
+        body,
+      });
+      expect(res.status).toBe(200);
+      const wrong = await raw(served.port, { headers: authed(served.port), body });
+      expect(wrong.status).toBe(401);
+    } finally {
+      await served.stop();
+    }
+    expect(served.stderr().split('shown once').length).toBe(2);
+  }, 60_000);
+
+  it('a token file with a short token is a usage error (exit 2), not a weak server', async () => {
+    const { writeToken } = await import('./serve-helpers.js');
+    await expect(startServe(['--backend', 'none'], ['node', TINY], {}, writeToken('short'))).rejects.toThrow(
+      /at least 16 printable characters/,
+    );
+  });
+});

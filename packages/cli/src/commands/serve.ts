@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import { resolve } from 'node:path';
+import {
+  createStderrLogger,
+  DEFAULT_MAX_LINE_BYTES,
+  type Logger,
+  openTraceFile,
+  type StopSignal,
+  type TraceSink,
+  UsageError,
+} from '@mcpsandbox/core';
+import type { Command } from 'commander';
+import type { CliIo, CliOptions } from '../options.js';
+import { parseSize } from '../parse.js';
+import { reportError } from '../report.js';
+import { SafetyNet } from '../safety-net.js';
+import { loadToken } from '../serve/guard.js';
+import { createListener, MCP_PATH } from '../serve/listener.js';
+import { SessionTable } from '../serve/sessions.js';
+import { StatelessPool } from '../serve/stateless.js';
+import { type Message, Upstream } from '../serve/upstream.js';
+import { addRunOptions, announce, planRun, type RunFlags } from './run.js';
+
+interface ServeFlags extends RunFlags {
+  port: string;
+  tokenFile?: string;
+  maxSessions: string;
+}
+
+const STOP_SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+export const DEFAULT_SERVE_PORT = 8931;
+/** After a stop signal, how long the sandboxes may take to close before the command ends anyway. */
+const CLOSE_DEADLINE_MS = 15_000;
+
+export function registerServeCommand(
+  program: Command,
+  options: CliOptions,
+  setExitCode: (code: number) => void,
+): void {
+  const serve = program
+    .command('serve')
+    .description(
+      'Expose a sandboxed stdio MCP server over Streamable HTTP on 127.0.0.1, behind a bearer token.',
+    )
+    .argument('<command...>', 'the MCP server command and its arguments (put it after --)')
+    .passThroughOptions();
+  addRunOptions(serve, options)
+    .option('--port <n>', 'TCP port on 127.0.0.1 (0 picks a free one)', String(DEFAULT_SERVE_PORT))
+    .option(
+      '--token-file <file>',
+      'read the bearer token from <file> (else one is generated and printed once)',
+    )
+    .option('--max-sessions <n>', 'most sessions (each its own sandbox) open at once', '16')
+    .option('--trace <file>', 'append every message and lifecycle event of every session to <file> as JSONL')
+    .option(
+      '--max-message-size <size>',
+      `largest JSON-RPC message either way, and largest request body (default ${DEFAULT_MAX_LINE_BYTES / 2 ** 20}MiB)`,
+    )
+    .addHelpText(
+      'after',
+      `
+Each client session (protocol 2025-11-25 and earlier) gets a sandbox of its own; stateless
+requests (2026-07-28) share one long-lived sandbox. The endpoint is http://127.0.0.1:<port>${MCP_PATH}.
+
+Examples:
+  mcp-sandbox serve --port 8931 --token-file ~/.config/mcp-token -- npx -y @modelcontextprotocol/server-everything
+  claude mcp add --transport http everything http://127.0.0.1:8931${MCP_PATH} --header "Authorization: Bearer $(cat ~/.config/mcp-token)"`,
+    )
+    .action(async (command: string[], flags: ServeFlags, cmd: Command) => {
+      setExitCode(await serveAction(command, flags, options, cmd.getOptionValueSource('backend') === 'cli'));
+    });
+}
+
+function parseCount(text: string, flag: string, min: number, max: number): number {
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n >= min && n <= max))
+    throw new UsageError(`${flag} ${text}: give a whole number from ${min} to ${max}`);
+  return n;
+}
+
+async function serveAction(
+  command: string[],
+  flags: ServeFlags,
+  options: CliOptions,
+  backendGiven: boolean,
+): Promise<number> {
+  const { io } = options;
+  const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  const net = new SafetyNet(io.faults, logger);
+  let trace: TraceSink | undefined;
+  try {
+    const port = parseCount(flags.port, '--port', 0, 65535);
+    const maxSessions = parseCount(flags.maxSessions, '--max-sessions', 1, 10_000);
+    const maxBodyBytes = flags.maxMessageSize
+      ? parseSize(flags.maxMessageSize, '--max-message-size')
+      : DEFAULT_MAX_LINE_BYTES;
+    const { token, generated } = loadToken(flags.tokenFile ? resolve(io.cwd, flags.tokenFile) : undefined);
+    const plan = await net.guard(planRun(flags, options, logger, backendGiven));
+    if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.allow.secrets });
+    announce(plan, logger);
+    const secrets = [...plan.allow.secrets, token.value];
+    const start = (onMessage: (message: Message) => void) =>
+      new Upstream(
+        {
+          plan,
+          command,
+          logger,
+          stderr: io.stderr,
+          sessionId: randomUUID(),
+          secrets,
+          ...(trace ? { trace } : {}),
+        },
+        onMessage,
+      );
+    const sessions = new SessionTable(maxSessions);
+    const stateless = new StatelessPool(start);
+    const server = createListener({ token, maxBodyBytes, sessions, stateless, startSession: start, logger });
+    server.listen(port, '127.0.0.1');
+    await Promise.race([
+      once(server, 'listening'),
+      once(server, 'error').then(([e]) => Promise.reject(e)),
+    ]).catch((error: NodeJS.ErrnoException) => {
+      throw new UsageError(`--port ${port}: cannot listen on 127.0.0.1 (${error.code ?? error.message})`);
+    });
+    const bound = (server.address() as { port: number }).port;
+    if (generated) io.stderr.write(`mcp-sandbox: bearer token (shown once): ${token.value}\n`);
+    logger.info(`listening on http://127.0.0.1:${bound}${MCP_PATH}`);
+    await stopSignal(io);
+    logger.info('stopping: closing every session');
+    await closeAll(server, sessions, stateless, logger);
+    return 0;
+  } catch (error) {
+    return reportError(error, logger);
+  } finally {
+    trace?.close();
+    net.dispose();
+  }
+}
+
+function stopSignal(io: CliIo): Promise<void> {
+  return new Promise((done) => {
+    const listener = () => {
+      for (const signal of STOP_SIGNALS) io.signals?.off(signal, listener);
+      done();
+    };
+    for (const signal of STOP_SIGNALS) io.signals?.on(signal, listener);
+  });
+}
+
+async function closeAll(server: Server, sessions: SessionTable, stateless: StatelessPool, logger: Logger) {
+  server.close();
+  const upstreams = [
+    ...sessions.all().map((s) => s.upstream),
+    ...(stateless.upstream ? [stateless.upstream] : []),
+  ];
+  for (const session of sessions.all()) session.close();
+  stateless.close();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((done) => {
+    timer = setTimeout(() => {
+      logger.warn('some sandboxes did not close in time; stopping them');
+      for (const upstream of upstreams) upstream.session.stop('SIGTERM');
+      done();
+    }, CLOSE_DEADLINE_MS);
+  });
+  await Promise.race([Promise.all(upstreams.map((u) => u.done)), deadline]);
+  clearTimeout(timer);
+  await Promise.all(upstreams.map((u) => u.done));
+  server.closeAllConnections();
+}
