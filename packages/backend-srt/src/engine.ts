@@ -1,8 +1,9 @@
 import { createRequire } from 'node:module';
-import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
+import { SandboxManager } from '@anthropic-ai/sandbox-runtime';
 import { BackendUnavailableError } from '@mcpsandbox/core';
 import { EgressSwitch } from './egress-switch.js';
 import { type SrtPlatform, srtPlatformOf } from './policy.js';
+import { srtManagerConfig } from './profile.js';
 
 /** The exact sandbox-runtime release this backend was written and tested against. */
 export const SRT_VERSION = '0.0.83';
@@ -71,15 +72,7 @@ async function start(nodePlatform: NodeJS.Platform): Promise<SrtEngine> {
     });
   }
   const egress = await EgressSwitch.open();
-  const config: SandboxRuntimeConfig = {
-    network: {
-      allowedDomains: [],
-      deniedDomains: [],
-      httpProxyPort: egress.port,
-      socksProxyPort: egress.port,
-    },
-    filesystem: { denyRead: [], allowWrite: [], denyWrite: [] },
-  };
+  const config = srtManagerConfig(egress.port);
   const check = SandboxManager.checkDependencies();
   if (check.errors.length > 0) {
     throw new BackendUnavailableError(

@@ -33,8 +33,9 @@ import {
 } from '@mcpsandbox/core';
 import type { SrtEngine } from './engine.js';
 import { launch } from './launch.js';
-import { type FsPlan, srtFilesystem, userDataRoots } from './policy.js';
+import { userDataRoots } from './policy.js';
 import { commandTree, descendants, findNamespaceInit, signalAll } from './process-tree.js';
+import { sessionFilesystem } from './profile.js';
 
 export interface SrtSandboxConfig {
   readonly spec: SandboxSpec;
@@ -195,20 +196,18 @@ export class SrtSandbox implements Sandbox {
       (bind) => bind.source,
     );
     this.#checkEngineUnwritable(plan.readWrite);
-    const fsPlan: FsPlan = {
+    const filesystem = sessionFilesystem({
       platform: engine.platform,
       hostHome: this.#config.hostHome,
-      privateDirs: [plan.home, this.#tmp],
-      readOnly: [
-        ...runtime,
-        engine.packageDir,
-        ...engine.bridgeSockets,
-        ...this.#config.trust.files,
-        ...plan.readOnly,
-      ],
+      home: plan.home,
+      tmp: this.#tmp,
+      stateDir: this.#config.stateDir,
+      runtime,
+      engine,
+      trustFiles: this.#config.trust.files,
+      readOnly: plan.readOnly,
       readWrite: plan.readWrite,
-      tmp: this.#config.stateDir,
-    };
+    });
     const proxy = `http://127.0.0.1:${engine.insideProxyPort}`;
     const env: Record<string, string> = {
       PATH: [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'].join(':'),
@@ -228,7 +227,7 @@ export class SrtSandbox implements Sandbox {
     this.#useGrants(plan.grants, plan.onEvent);
     const child = await launch([found, ...args], env, {
       platform: engine.platform,
-      filesystem: srtFilesystem(fsPlan),
+      filesystem,
       cwd,
       hostPath: hostEnv.PATH ?? '/usr/bin:/bin',
     });
