@@ -55,7 +55,7 @@ function markerAbove(lines: readonly string[], fence: number): { marker?: Marker
   const above = k >= 0 ? (lines[k] as string) : '';
   if (!/^\s*<!--/.test(above)) return {};
   const match = MARKER.exec(above);
-  if (!match || !match[2]) return /illustrative|docs-test/.test(above) ? { badMarker: above.trim() } : {};
+  if (!match?.[2]) return /illustrative|docs-test/.test(above) ? { badMarker: above.trim() } : {};
   return match[1] === 'illustrative'
     ? { marker: { kind: 'illustrative', reason: match[2] } }
     : { marker: { kind: 'fixture', name: match[2] } };
@@ -86,14 +86,14 @@ export function consoleSteps(body: string): ConsoleStep[] {
 /**
  * What legitimately varies between the docs and a run, replaced the same way on both sides:
  * the temporary home reads as /home/me; timestamps, UUIDs, sizes, durations, versions, npm
- * integrities and file counts become placeholders; runs of spaces (table column widths) are one
+ * integrities, file counts and measured figures (decimals) become placeholders; runs of spaces (table column widths) are one
  * space; trailing spaces go.
  */
 export function normalise(text: string, home: string): string {
   return text
     .split(home)
     .join('/home/me')
-    .replace(/\u001b\[[0-9;]*[A-Za-z]/g, '')
+    .replace(ANSI, '')
     .replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, '<time>')
     .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<id>')
     .replace(/\bsha512-[A-Za-z0-9+/=]+…?/g, '<integrity>')
@@ -101,10 +101,14 @@ export function normalise(text: string, home: string): string {
     .replace(/\b\d+(\.\d+)? ?(µs|ms|s)\b/g, '<duration>')
     .replace(/\b\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?\b/g, '<version>')
     .replace(/\b\d+ file\(s\)/g, '<n> file(s)')
+    .replace(/\b\d+\.\d+\b/g, '<number>')
     .split('\n')
     .map((l) => l.replace(/[ \t]+/g, ' ').trimEnd())
     .join('\n');
 }
+
+// Terminal colour codes, written without a control character in the source.
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*[A-Za-z]`, 'g');
 
 const ELLIPSIS = /^\s*…\s*$/;
 
@@ -131,7 +135,8 @@ export function mismatch(expected: readonly string[], actual: readonly string[])
   // Point at the first line that differs from a straight reading, for the message.
   for (let i = 0; i < Math.max(exp.length, act.length); i++) {
     if (ELLIPSIS.test(exp[i] ?? '')) break;
-    if (exp[i] !== act[i]) return `line ${i + 1}: the docs show ${show(exp[i])}, the run printed ${show(act[i])}`;
+    if (exp[i] !== act[i])
+      return `line ${i + 1}: the docs show ${show(exp[i])}, the run printed ${show(act[i])}`;
   }
   return 'the lines after a `…` do not match the output that follows';
 }
@@ -149,5 +154,5 @@ function trimBlank(lines: readonly string[]): string[] {
 
 /** Lines mcp-sandbox logs while it starts a server; left out of a block that shows none of them. */
 export function isProgressLine(line: string): boolean {
-  return line.startsWith('mcp-sandbox: ') || line.startsWith('[sandbox] ');
+  return /^(mcp-sandbox: |\[sandbox\]( |$))/.test(line);
 }

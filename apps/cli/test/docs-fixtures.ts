@@ -15,8 +15,17 @@ export interface FixtureContext {
 type Fixture = (ctx: FixtureContext) => Promise<void>;
 
 /** A session of the real SDK client through `mcp-sandbox run <args>`. */
-async function session<T>(ctx: FixtureContext, args: string[], body: (client: Client) => Promise<T>): Promise<T> {
-  const transport = new StdioClientTransport({ command: ctx.bin, args: ['run', ...args], env: ctx.env, cwd: ctx.cwd });
+async function session<T>(
+  ctx: FixtureContext,
+  args: string[],
+  body: (client: Client) => Promise<T>,
+): Promise<T> {
+  const transport = new StdioClientTransport({
+    command: ctx.bin,
+    args: ['run', ...args],
+    env: ctx.env,
+    cwd: ctx.cwd,
+  });
   const client = new Client({ name: 'docs-test', version: '1.0.0' }, { capabilities: {} });
   await client.connect(transport);
   try {
@@ -67,10 +76,14 @@ export const DOC_FIXTURES: Readonly<Record<string, Fixture>> = {
     await session(ctx, MEMORY, (client) =>
       client.callTool({
         name: 'create_entities',
-        arguments: { entities: [{ name: 'ada', entityType: 'person', observations: ['wrote the first program'] }] },
+        arguments: {
+          entities: [{ name: 'ada', entityType: 'person', observations: ['wrote the first program'] }],
+        },
       }),
     );
-    const graph = await session(ctx, MEMORY, (client) => client.callTool({ name: 'read_graph', arguments: {} }));
+    const graph = await session(ctx, MEMORY, (client) =>
+      client.callTool({ name: 'read_graph', arguments: {} }),
+    );
     if (!JSON.stringify(graph).includes('wrote the first program')) {
       throw new Error(`--state memory did not keep the entity across sessions: ${JSON.stringify(graph)}`);
     }

@@ -1,11 +1,27 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type DocBlock, consoleSteps, extractBlocks, isProgressLine, mismatch, normalise } from './docs-blocks.js';
+import {
+  consoleSteps,
+  type DocBlock,
+  extractBlocks,
+  isProgressLine,
+  mismatch,
+  normalise,
+} from './docs-blocks.js';
 import { DOC_FIXTURES, type FixtureContext } from './docs-fixtures.js';
 
 /**
@@ -109,7 +125,8 @@ async function runFixture(block: DocBlock): Promise<void> {
 
 async function runConsole(block: DocBlock): Promise<void> {
   const steps = consoleSteps(block.body);
-  if (steps.length === 0) throw new Error(`${where(block)}: a console block with no \`$ \` line; ${HOW_TO_FIX}`);
+  if (steps.length === 0)
+    throw new Error(`${where(block)}: a console block with no \`$ \` line; ${HOW_TO_FIX}`);
   for (const step of steps) {
     const { output } = await sh(step.command);
     const shown = step.expected.some(isProgressLine);
@@ -141,7 +158,9 @@ describe('the docs are true', () => {
   it('every block is run, typechecked or marked illustrative with a reason', () => {
     const problems = BLOCKS.flatMap((b) => {
       if (b.badMarker) {
-        return [`${where(b)}: ${b.badMarker} is not a marker: write <!-- illustrative: <why> --> or <!-- docs-test: <fixture> -->`];
+        return [
+          `${where(b)}: ${b.badMarker} is not a marker: write <!-- illustrative: <why> --> or <!-- docs-test: <fixture> -->`,
+        ];
       }
       if (b.marker || RUN[b.lang] || TYPED.has(b.lang)) return [];
       return [`${where(b)}: this \`${b.lang || 'plain'}\` block is neither run nor marked: ${HOW_TO_FIX}`];
@@ -180,7 +199,7 @@ function typecheck(blocks: readonly DocBlock[]): string[] {
     writeFileSync(file, `${b.body}\nexport {};\n`);
     files.set(file, b);
   });
-  const program = ts.createProgram([...files.keys()], {
+  const options: ts.CompilerOptions = {
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
     target: ts.ScriptTarget.ES2022,
@@ -190,8 +209,24 @@ function typecheck(blocks: readonly DocBlock[]): string[] {
     allowJs: true,
     checkJs: true,
     types: ['node'],
-  });
-  return ts.getPreEmitDiagnostics(program).map((d) => {
+  };
+  const names = [...files.keys()];
+  // TypeScript blocks under strict; JavaScript blocks as a JS user writes them, without annotations.
+  const diagnostics = [
+    ...ts.getPreEmitDiagnostics(
+      ts.createProgram(
+        names.filter((n) => n.endsWith('.ts')),
+        options,
+      ),
+    ),
+    ...ts.getPreEmitDiagnostics(
+      ts.createProgram(
+        names.filter((n) => n.endsWith('.js')),
+        { ...options, noImplicitAny: false },
+      ),
+    ),
+  ];
+  return diagnostics.map((d) => {
     const block = d.file ? files.get(d.file.fileName) : undefined;
     const message = ts.flattenDiagnosticMessageText(d.messageText, '\n');
     if (!block || !d.file || d.start === undefined) return message;
