@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import {
   backendProbeFrom,
@@ -8,13 +7,7 @@ import {
   type StateStore,
 } from '@mcpsandbox/cli';
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
-
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
-}
+import { packageVersion } from './version.js';
 
 /** Named state lives where the local backend keeps it; the module loads only for `state`. */
 function localState(): StateStore {
@@ -41,7 +34,7 @@ export function main(args: readonly string[]): Promise<number> {
   return runCli(args, {
     backends: builtInBackends,
     defaultBackend: DEFAULT_BACKEND,
-    version: version(),
+    version: packageVersion(),
     io: {
       stdin: process.stdin,
       stdout: process.stdout,
