@@ -9,9 +9,9 @@ closeInheritedDescriptors();
 const args = process.argv.slice(2);
 // `--version` answers as the program would, before the program (commander, the commands, core) is
 // loaded: a check of the install should cost no more than starting Node.
-const code = versionOnly(args)
-  ? (process.stdout.write(`${packageVersion()}\n`), 0)
-  : await (await import('./main.js')).main(args);
+let code = 0;
+if (versionOnly(args)) process.stdout.write(`${packageVersion()}\n`);
+else code = await (await import('./main.js')).main(args);
 // Give stdout a moment to flush the last replies, but never wait on a client that stopped reading.
 const timer = setTimeout(() => process.exit(code), 2_000);
 process.stdout.write('', () => {
