@@ -30,6 +30,8 @@ function skippedRow(name, reason, width) {
 export function renderTables(results) {
   const out = [];
   const { latency, throughput, bigMessage, coldStart, egress, memory, vmSandbox, skipped } = results;
+  if (results.session) out.push(...sessionTable(results.session));
+  if (results.npxFirst) out.push(...npxFirstTables(results.npxFirst));
   const skipRows = (width, section) =>
     Object.entries(skipped)
       .filter(([name]) => section[name] === undefined)
@@ -231,6 +233,133 @@ export function renderTables(results) {
   return out.join('\n');
 }
 
+function sessionTable(session) {
+  const bare = session.bare?.medianMs;
+  const direct = session.direct?.medianMs;
+  const rows = Object.entries(session).map(([name, r]) => {
+    if (r.notAvailable) return [name, `n/a (${r.notAvailable})`, '', '', '', ''];
+    if (r.skipped) return skippedRow(name, r.skipped, 6);
+    const isSession = !['bare', '--version'].includes(name);
+    return [
+      name,
+      fmt(r.medianMs),
+      `${fmt(r.minMs)}–${fmt(r.maxMs)}`,
+      times(r.medianMs, bare),
+      isSession && name !== 'direct' ? plus(r.medianMs, direct, 'ms') : dash,
+      isSession && name !== 'direct' && direct !== undefined ? times(r.medianMs - direct, bare) : dash,
+    ];
+  });
+  return [
+    '### Whole session, smallest server: spawn → initialize answered → stdin closed → exit, ms',
+    '',
+    '`bare` is `node -e` printing one line (the floor for any bridge written for Node); `--version` is the installed binary; every other row is a session with the fake server, run by run interleaved.',
+    '',
+    table(['target', 'median', 'range', 'vs bare', 'added vs direct', 'added ÷ bare'], rows),
+    '',
+  ];
+}
+
+function npxFirstTables(npx) {
+  if (npx.skipped) return ['### npx first start', '', `skipped: ${npx.skipped}`, ''];
+  const section = (title, entries) => {
+    const base = entries.direct?.medianMs;
+    const rows = Object.entries(entries).map(([name, r]) =>
+      r.skipped
+        ? skippedRow(name, r.skipped, 4)
+        : [name, fmt(r.medianMs), name === 'direct' ? '1.00×' : times(r.medianMs, base), r.samplesMs.length],
+    );
+    return [title, '', table(['target', 'median', 'vs direct', 'runs'], rows), ''];
+  };
+  return [
+    ...section(
+      '### npx first start, the npm cache already holds the package (spawn → first response, ms)',
+      npx.cached,
+    ),
+    ...section(
+      '### npx first start, the package installed nowhere (new npm cache each run; spawn → first response, ms)',
+      npx.fresh,
+    ),
+  ];
+}
+
+/** The session, --version, npx first/warm start and srt targets. */
+function startTargets(results, add) {
+  const s = results.session;
+  const med = (name) => s?.[name]?.medianMs;
+  const why = (name) =>
+    s?.[name]?.notAvailable ?? s?.[name]?.skipped ?? (s ? 'not measured' : 'session not measured');
+  const bare = med('bare');
+  const direct = med('direct');
+  for (const [name, factor] of [
+    ['local', 1.3],
+    ['none', 1.1],
+  ]) {
+    const label = `session: ${name} − direct ≤ ${factor} × bare`;
+    if ([bare, direct, med(name)].some((v) => v === undefined))
+      add('SKIP', label, why(med(name) === undefined ? name : 'bare'));
+    else {
+      const added = med(name) - direct;
+      add(
+        added <= factor * bare ? 'PASS' : 'MISS',
+        label,
+        `${name} ${med(name)} ms − direct ${direct} ms = ${round(added)} ms vs ${factor} × bare ${bare} ms = ${round(factor * bare)} ms (${round(added / bare, 2)}×)`,
+      );
+    }
+  }
+  if (med('local') !== undefined && med('srt') !== undefined)
+    add(
+      med('local') <= 0.5 * med('srt') ? 'PASS' : 'MISS',
+      'session: local ≤ 0.5 × srt',
+      `local ${med('local')} ms vs srt ${med('srt')} ms: ${round(med('local') / med('srt'), 2)}×`,
+    );
+  else add('SKIP', 'session: local ≤ 0.5 × srt', why(med('srt') === undefined ? 'srt' : 'local'));
+  if (med('run --backend srt') !== undefined && med('srt') !== undefined)
+    add(
+      'INFO',
+      'session: run --backend srt beside srt',
+      `run --backend srt ${med('run --backend srt')} ms vs srt ${med('srt')} ms: ${round(med('run --backend srt') / med('srt'), 2)}×`,
+    );
+  else add('N/A', 'session: run --backend srt beside srt', `n/a (${why('run --backend srt')})`);
+  if (med('--version') !== undefined && bare !== undefined)
+    add(
+      med('--version') <= 1.2 * bare ? 'PASS' : 'MISS',
+      'mcp-sandbox --version ≤ 1.2 × bare node',
+      `--version ${med('--version')} ms vs bare ${bare} ms: ${round(med('--version') / bare, 2)}×`,
+    );
+  else add('SKIP', 'mcp-sandbox --version ≤ 1.2 × bare node', why('--version'));
+
+  const npx = results.npxFirst;
+  for (const [key, factor, label] of [
+    ['cached', 1.3, 'npx first start, npm cache holds it: sandboxed ≤ 1.3 × direct'],
+    ['fresh', 1.2, "npx first start, installed nowhere: sandboxed ≤ 1.2 × direct npx's own"],
+  ]) {
+    const entries = npx?.[key];
+    const base = entries?.direct?.medianMs;
+    const local = entries?.local?.medianMs;
+    if (base === undefined || local === undefined)
+      add(
+        'SKIP',
+        label,
+        npx?.skipped ?? entries?.local?.skipped ?? entries?.direct?.skipped ?? 'npx-first not measured',
+      );
+    else
+      add(
+        local <= factor * base ? 'PASS' : 'MISS',
+        label,
+        `local ${local} ms vs direct ${base} ms: ${round(local / base, 2)}×`,
+      );
+  }
+  const warmDirect = results.coldStart?.['npx direct']?.medianMs;
+  const warmLocal = results.coldStart?.['npx local']?.medianMs;
+  if (warmDirect !== undefined && warmLocal !== undefined)
+    add(
+      warmLocal <= 1.1 * warmDirect ? 'PASS' : 'MISS',
+      'npx warm start: local ≤ direct + 10 %',
+      `npx local ${warmLocal} ms vs npx direct ${warmDirect} ms: +${round((warmLocal / warmDirect - 1) * 100)} %`,
+    );
+  else add('SKIP', 'npx warm start: local ≤ direct + 10 %', 'npx cold start not measured');
+}
+
 const MIB = 1024;
 
 /** PASS/MISS (or SKIP) for each target of the issue. Never fails the run. */
@@ -238,6 +367,7 @@ export function checkTargets(results) {
   const lines = [];
   const add = (status, name, detail) => lines.push({ status, name, detail });
   const { latency, throughput, coldStart, memory } = results;
+  startTargets(results, add);
 
   const direct = latency?.direct?.p50Us;
   const bridged = latency?.none?.p50Us;

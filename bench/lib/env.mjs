@@ -81,3 +81,15 @@ export function machineInfo() {
     packages: versions,
   };
 }
+
+/** Anthropic's sandbox-runtime CLI (`srt`), the bench's outside reference, or why it is absent. */
+export function srtCli() {
+  try {
+    const require = createRequire(join(ROOT, 'package.json'));
+    const pkgPath = require.resolve('@anthropic-ai/sandbox-runtime/package.json');
+    const pkg = readJson(pkgPath);
+    return { bin: join(dirname(pkgPath), pkg.bin.srt), version: pkg.version };
+  } catch (error) {
+    return { missing: `@anthropic-ai/sandbox-runtime is not installed (${error.message.split('\n')[0]})` };
+  }
+}

@@ -22,7 +22,7 @@ function shebangNodeOptions() {
   const match = /^#!\S*env\s+(?:-S\s+)?node\b(.*)$/.exec(first);
   return match ? match[1].trim().split(/\s+/).filter(Boolean) : [];
 }
-const BIN_NODE_OPTIONS = shebangNodeOptions();
+export const BIN_NODE_OPTIONS = shebangNodeOptions();
 
 export function bridgeTarget(name, backend, { extraArgs = [], nodeOptions = [], serverOverride } = {}) {
   return {

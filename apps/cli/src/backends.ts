@@ -19,14 +19,10 @@ export const builtInBackends: BackendRegistry = {
     summary: "Anthropic's sandbox-runtime: Seatbelt on macOS, bubblewrap on Linux, srt-win on Windows",
     ignores: ['--template'],
     create: async (options) => (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
-    // A real session (the echo probe under srt), then what the engine enforces here.
+    // A real session (the echo probe under srt); its line says what the engine enforces here.
     probe: async (options) => {
       const { createSrtBackend } = await import('@mcpsandbox/backend-srt');
-      const backend = createSrtBackend(options);
-      const status = await echoTrial(backend, [process.execPath, '-e', ECHO_PROGRAM]);
-      return status.usable
-        ? { ...status, summary: `${status.summary}; ${backend.describe?.() ?? ''}` }
-        : status;
+      return echoTrial(createSrtBackend(options), [process.execPath, '-e', ECHO_PROGRAM]);
     },
   },
   e2b: {

@@ -2,11 +2,16 @@
 // A 1 MiB young generation: the bridge's live heap is a few MB, and V8's default semi-space lets RSS
 // drift up by tens of MB under traffic for no gain in speed (docs/performance.md).
 import { closeInheritedDescriptors } from './inherited-fds.js';
-import { main } from './main.js';
+import { packageVersion, versionOnly } from './version.js';
 
 closeInheritedDescriptors();
 
-const code = await main(process.argv.slice(2));
+const args = process.argv.slice(2);
+// `--version` answers as the program would, before the program (commander, the commands, core) is
+// loaded: a check of the install should cost no more than starting Node.
+let code = 0;
+if (versionOnly(args)) process.stdout.write(`${packageVersion()}\n`);
+else code = await (await import('./main.js')).main(args);
 // Give stdout a moment to flush the last replies, but never wait on a client that stopped reading.
 const timer = setTimeout(() => process.exit(code), 2_000);
 process.stdout.write('', () => {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
@@ -9,13 +8,7 @@ import {
   type StateStore,
 } from '@mcpsandbox/cli';
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
-
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
-}
+import { packageVersion } from './version.js';
 
 /** Named state lives where the local backend keeps it; the module loads only for `state`. */
 function localState(): StateStore {
@@ -42,7 +35,7 @@ export function main(args: readonly string[]): Promise<number> {
   return runCli(args, {
     backends: builtInBackends,
     defaultBackend: DEFAULT_BACKEND,
-    version: version(),
+    version: packageVersion(),
     // What a wrapped entry starts when this build is not the published package.
     self: { node: process.execPath, script: fileURLToPath(new URL('./bin.js', import.meta.url)) },
     io: {

@@ -170,6 +170,23 @@ describe('the packed packages, installed with npm', () => {
     expect(JSON.parse(stdout).tools).toHaveLength(13);
   });
 
+  it("the bundled binary reads a custom backend's errors from its own copy of core: command not found is 127", async () => {
+    // The app carries core bundled inside it; the backend imports the separately installed
+    // @mcpsandbox/core. Its SandboxFailureError must still be read as one, code and all.
+    copyFileSync(join(FIXTURES, 'packed-backend.mjs'), join(app, 'packed-backend.mjs'));
+    const failed = await run(
+      bin(),
+      ['run', '--backend', './packed-backend.mjs', '--', 'no-such-command-packed-backend'],
+      { cwd: app, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' } },
+    ).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed.stderr).toContain('command not found: no-such-command-packed-backend');
+    expect(failed.stderr).not.toContain('unexpected failure');
+    expect(failed.code).toBe(127);
+  });
+
   it('wrap writes the installed version and the launcher it was given; the entry starts as a client starts it', async () => {
     const config = join(root, 'claude_desktop_config.json');
     writeFileSync(

@@ -10,7 +10,29 @@ export class SandboxError extends Error {
     this.name = new.target.name;
     this.code = code;
   }
+
+  /**
+   * Also true for an error of another copy of core: the `mcp-sandbox` binary bundles its own, while
+   * a custom backend throws the errors of the core it installed. Such an error matches a class by
+   * its brand and the class's name (`instanceof UsageError` finds a `UsageError` of either copy).
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // A subclass inherits this method: `this` is the class asked about, it cannot be named.
+    // biome-ignore lint/complexity/noThisInStatic: see above
+    const asked: { name: string } = this;
+    if (Function.prototype[Symbol.hasInstance].call(asked, value)) return true;
+    if (typeof value !== 'object' || value === null || !(BRAND in value)) return false;
+    if (typeof (value as { code?: unknown }).code !== 'string') return false;
+    for (let proto = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
+      if (Object.hasOwn(proto, 'constructor') && proto.constructor?.name === asked.name) return true;
+    }
+    return false;
+  }
 }
+
+/** The same symbol in every copy of core (Symbol.for), on the prototype of SandboxError. */
+const BRAND: unique symbol = Symbol.for('@mcpsandbox/core.SandboxError');
+Object.defineProperty(SandboxError.prototype, BRAND, { value: true });
 
 /** The user asked for something that cannot work (bad flag, missing variable, bad module). */
 export class UsageError extends SandboxError {

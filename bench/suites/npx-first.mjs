@@ -1,0 +1,110 @@
+// First starts of an `npx -y` server (spawn → answer to `initialize`), direct and sandboxed,
+// interleaved: (1) the npm cache already holds the package (a cache this suite prepares; npx's own
+// install directory is removed before each run, the sandbox's install cache is new each run);
+// (2) the package installed nowhere (a new, empty npm cache and sandbox cache each run). Both
+// reach only the npm registry. The warm start is the cold-start suite's `npx` rows.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { initializeRequest, RawClient } from '../lib/client.mjs';
+import { median, round } from '../lib/stats.mjs';
+import { withTimeout } from '../lib/targets.mjs';
+
+async function firstStart(argv, { cwd, env, timeoutMs }) {
+  const client = new RawClient(argv, { cwd, env });
+  try {
+    await withTimeout(
+      Promise.race([
+        client.call(0, initializeRequest(0)),
+        client.exited.then((s) => {
+          throw new Error(`exited (code ${s.code}, signal ${s.signal}) before answering`);
+        }),
+      ]),
+      timeoutMs,
+      'first response',
+    );
+    return Number(process.hrtime.bigint() - client.spawnedAt) / 1e6;
+  } catch (error) {
+    const tail = client.stderrTail.trim().split('\n').slice(-2).join(' / ');
+    throw new Error(`${error.message}${tail ? `: ${tail}` : ''}`);
+  } finally {
+    await client.close(3_000);
+  }
+}
+
+/**
+ * `targets`: { direct, sandboxed: [[name, target]] }; `server`: the npx argv. Returns
+ * `{ cached: { direct, <name>… }, fresh: { … } }`, each `{ samplesMs, medianMs }` or `{ skipped }`.
+ */
+export async function measureNpxFirstStarts(
+  targets,
+  server,
+  { runs, timeoutMs = 180_000, cwd, deadlineMs = Number.POSITIVE_INFINITY },
+) {
+  const scratch = mkdtempSync(join(os.tmpdir(), 'mcpsandbox-bench-npx-first-'));
+  const heldCache = join(scratch, 'npm-cache');
+  const envWith = (npmCache, sandboxCache) => ({
+    ...process.env,
+    npm_config_cache: npmCache,
+    // The sandbox's own install cache and pin lock: new, so each start is a first start.
+    XDG_CACHE_HOME: sandboxCache,
+    XDG_STATE_HOME: sandboxCache,
+  });
+  const all = [['direct', targets.direct], ...targets.sandboxed];
+  const out = { cached: {}, fresh: {} };
+  for (const [name] of all) {
+    out.cached[name] = { samplesMs: [] };
+    out.fresh[name] = { samplesMs: [] };
+  }
+  const record = async (section, name, run) => {
+    const entry = out[section][name];
+    try {
+      entry.samplesMs.push(round(await run(), 1));
+    } catch (error) {
+      entry.failures = [...(entry.failures ?? []), error.message];
+    }
+  };
+  try {
+    // The cache the user already has: one direct start fills it (untimed).
+    await firstStart(targets.direct.argv(server), {
+      cwd,
+      env: envWith(heldCache, mkdtempSync(join(scratch, 'x-'))),
+      timeoutMs,
+    });
+    for (let i = 0; i < runs; i++) {
+      // Registry downloads are slow on a busy machine: later rounds give way to the bench's budget.
+      if (i > 0 && Date.now() > deadlineMs) {
+        out.stoppedAfterRounds = i;
+        break;
+      }
+      for (const [name, target] of all) {
+        rmSync(join(heldCache, '_npx'), { recursive: true, force: true });
+        const sandboxCache = mkdtempSync(join(scratch, 'sandbox-'));
+        await record('cached', name, () =>
+          firstStart(target.argv(server), { cwd, env: envWith(heldCache, sandboxCache), timeoutMs }),
+        );
+      }
+      for (const [name, target] of all) {
+        const fresh = mkdtempSync(join(scratch, 'fresh-'));
+        await record('fresh', name, () =>
+          firstStart(target.argv(server), {
+            cwd,
+            env: envWith(join(fresh, 'npm-cache'), join(fresh, 'sandbox')),
+            timeoutMs,
+          }),
+        );
+        rmSync(fresh, { recursive: true, force: true });
+      }
+    }
+  } catch (error) {
+    return { skipped: `could not fill the npm cache: ${error.message}` };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  for (const section of [out.cached, out.fresh])
+    for (const [name, entry] of Object.entries(section)) {
+      if (entry.samplesMs.length === 0) section[name] = { skipped: entry.failures?.at(-1) ?? 'no start' };
+      else entry.medianMs = round(median(entry.samplesMs), 1);
+    }
+  return out;
+}
