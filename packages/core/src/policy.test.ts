@@ -55,6 +55,28 @@ describe('ToolPolicy', () => {
     expect(later.verdict('b').allowed).toBe(true);
   });
 
+  it('strict pins are an allowlist: a tool never pinned is refused, listed or not', () => {
+    const tools = [{ name: 'a', description: 'one' }, { name: 'b' }];
+    const pins = memoryPins();
+    // First run, strict: nothing is pinned until the surface is listed, so nothing may be called.
+    const first = new ToolPolicy({ pins, strict: true });
+    expect(first.verdict('a')).toMatchObject({ allowed: false, rule: 'pin-tools-strict', reason: 'pin' });
+    expect(first.review(tools)).toEqual([]);
+    expect(first.verdict('a').allowed).toBe(true);
+
+    // A later session: a 2026-07-28 client may call from a cached list without listing again.
+    const later = new ToolPolicy({ pins, strict: true });
+    expect(later.verdict('a').allowed).toBe(true);
+    expect(later.verdict('b').allowed).toBe(true);
+    expect(later.verdict('never-listed')).toMatchObject({ allowed: false, reason: 'pin' });
+    // Names an object has by inheritance are not pins.
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty'])
+      expect(later.verdict(name), name).toMatchObject({ allowed: false, reason: 'pin' });
+
+    // Control: without strict, pins only warn, and an unpinned tool may be called.
+    expect(new ToolPolicy({ pins }).verdict('never-listed').allowed).toBe(true);
+  });
+
   it('digests independently of key order', () => {
     expect(digestTool({ name: 'a', inputSchema: { x: 1, y: 2 } })).toBe(
       digestTool({ name: 'a', inputSchema: { y: 2, x: 1 } }),

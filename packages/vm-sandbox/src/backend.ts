@@ -21,19 +21,9 @@ import {
   silentLogger,
   UsageError,
 } from '@mcpsandbox/core';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import {
-  CallToolRequestSchema,
-  GetPromptRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { emptyRegistry, type Invoke, type Registered, register, serveApp } from './app-server.js';
 import { parseUntrusted } from './copy.js';
 import { PROBE_APP_SOURCE, VM_PROBE_COMMAND } from './probe-app.js';
-import { capText, InvalidResultError, toPromptResult, toResourceResult, toToolResult } from './results.js';
 import type { EngineEvent } from './runtime.js';
 import { type InternalSandboxOptions, MCPAppSandbox } from './sandbox.js';
 import type { Isolation } from './session.js';
@@ -187,12 +177,6 @@ class VmSandbox implements Sandbox {
   }
 }
 
-interface Registered {
-  readonly tools: Map<string, { name: string; description?: string; inputSchema: Record<string, unknown> }>;
-  readonly resources: Map<string, { uri: string; name: string; description?: string; mimeType?: string }>;
-  readonly prompts: Map<string, { name: string; description?: string; arguments?: unknown[] }>;
-}
-
 /** One app as a contract process: stdio is MCP (or raw bytes), the app runs in the sandbox. */
 class AppProcess implements SandboxProcess {
   readonly stdout = new PassThrough();
@@ -202,11 +186,11 @@ class AppProcess implements SandboxProcess {
   readonly #raw: boolean;
   readonly #stdin = new PassThrough();
   readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  readonly #registered: Registered = { tools: new Map(), resources: new Map(), prompts: new Map() };
+  readonly #registered: Registered = emptyRegistry();
   #resolveExit!: (status: ExitStatus) => void;
   #exited = false;
   #stdinClosed = false;
-  #server: Server | undefined;
+  #server: { close(): Promise<void> } | undefined;
   #nextId = 1;
   #tail: Promise<void> = Promise.resolve();
   readonly #inflight = new Set<Promise<void>>();
@@ -285,9 +269,10 @@ class AppProcess implements SandboxProcess {
       this.#sandbox.deliver({ t: 'end' });
       return;
     }
-    this.#stdin.end();
-    // A server ends on stdin EOF once the requests in flight have their answers.
+    // A server ends on stdin EOF once the requests in flight have their answers. The SDK's stdio
+    // transport drops the requests in flight at EOF, so #stdin ends only once they are answered.
     await this.#drainPending();
+    this.#stdin.end();
     await this.#finish({ code: 0, signal: null });
   }
 
@@ -316,7 +301,7 @@ class AppProcess implements SandboxProcess {
         void this.#finish({ code: null, signal: event.name });
         break;
       case 'register':
-        this.#register(event.kind, event.meta);
+        register(this.#registered, event.kind, event.meta);
         break;
       case 'reply':
         this.#reply(event.id, event.payload);
@@ -346,46 +331,6 @@ class AppProcess implements SandboxProcess {
     this.#unacked -= chunk.length;
     this.#acked.emit('ack');
     this.#sandbox.deliver({ t: 'result', id, ok: true });
-  }
-
-  #register(kind: string, metaJson: string): void {
-    let meta: Record<string, unknown>;
-    try {
-      meta = parseUntrusted(metaJson, LIMITS) as Record<string, unknown>;
-    } catch {
-      return;
-    }
-    const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
-    const description = text(meta.description);
-    if (kind === 'tool' && typeof meta.name === 'string') {
-      const schema = meta.inputSchema;
-      const inputSchema =
-        schema !== null && typeof schema === 'object' && (schema as { type?: unknown }).type === 'object'
-          ? { ...(schema as Record<string, unknown>) }
-          : { type: 'object' };
-      this.#registered.tools.set(meta.name, {
-        name: meta.name,
-        ...(description ? { description } : {}),
-        inputSchema,
-      });
-    } else if (kind === 'resource' && typeof meta.uri === 'string') {
-      const mimeType = text(meta.mimeType);
-      this.#registered.resources.set(meta.uri, {
-        uri: meta.uri,
-        name: text(meta.name) ?? meta.uri,
-        ...(description ? { description } : {}),
-        ...(mimeType ? { mimeType } : {}),
-      });
-    } else if (kind === 'prompt' && typeof meta.name === 'string') {
-      const args = Array.isArray(meta.arguments)
-        ? meta.arguments.map((a) => ({ ...(a as object) }))
-        : undefined;
-      this.#registered.prompts.set(meta.name, {
-        name: meta.name,
-        ...(description ? { description } : {}),
-        ...(args ? { arguments: args } : {}),
-      });
-    }
   }
 
   #reply(id: number, payload: string): void {
@@ -433,48 +378,9 @@ class AppProcess implements SandboxProcess {
   }
 
   async #serve(): Promise<void> {
-    const { tools, resources, prompts } = this.#registered;
-    const server = new Server(
-      { name: 'mcp-sandbox-vm-app', version: '0.0.0' },
-      { capabilities: { tools: {}, resources: {}, prompts: {} } },
-    );
-    this.#server = server;
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()] }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
-      const { name, arguments: args } = request.params;
-      if (!tools.has(name))
-        return { isError: true, content: [{ type: 'text', text: capText(`unknown tool: ${name}`) }] };
-      try {
-        return toToolResult(await this.#invoke('tool', name, args ?? {}));
-      } catch (error) {
-        return { isError: true, content: [{ type: 'text', text: errorText(error) }] };
-      }
-    });
-    server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-      resources: [...resources.values()],
-    }));
-    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-      const { uri } = request.params;
-      const resource = resources.get(uri);
-      if (resource === undefined) throw new Error(capText(`unknown resource: ${uri}`));
-      try {
-        return toResourceResult(await this.#invoke('resource', uri, { uri }), resource);
-      } catch (error) {
-        throw new Error(errorText(error));
-      }
-    });
-    server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [...prompts.values()] }));
-    server.setRequestHandler(GetPromptRequestSchema, async (request) => {
-      const { name, arguments: args } = request.params;
-      if (!prompts.has(name)) throw new Error(capText(`unknown prompt: ${name}`));
-      try {
-        return toPromptResult(await this.#invoke('prompt', name, args ?? {}));
-      } catch (error) {
-        throw new Error(errorText(error));
-      }
-    });
+    const invoke: Invoke = (kind, name, args) => this.#invoke(kind, name, args);
     // Messages the client sent while the app was starting wait in #stdin and are read now.
-    await server.connect(new StdioServerTransport(this.#stdin, this.stdout));
+    this.#server = serveApp(this.#registered, invoke, this.#stdin, this.stdout);
     this.#markServed();
   }
 
@@ -490,12 +396,4 @@ class AppProcess implements SandboxProcess {
     this.#acked.emit('ack');
     this.#resolveExit(status);
   }
-}
-
-/** The text of an error for the client: an invalid result says so; every text is capped. */
-function errorText(error: unknown): string {
-  const message = error instanceof Error ? error.message : 'the handler failed';
-  return capText(
-    error instanceof InvalidResultError ? `the app returned an invalid result: ${message}` : message,
-  );
 }
