@@ -137,7 +137,7 @@ describe('mcp-sandbox run: setup, custom backends, output discipline', () => {
       HELLO_APP,
     ]).result;
     expect(result.stderr).toContain(
-      '--mount does not apply to backend vm: ignored (it applies to: local, e2b)',
+      '--mount does not apply to backend vm: ignored (it applies to: local, srt, e2b)',
     );
     expect(result.stderr).toContain('--allow-net does not apply to backend vm: ignored');
     expect(result.stderr).not.toContain('--template');
