@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authed, INIT, raw, type Served, startServe, TOKEN } from './serve-helpers.js';
@@ -30,6 +32,7 @@ describe('serve: the HTTP surface refuses what it must', () => {
   });
 
   it('control: the right token, Host and no Origin open a session', async () => {
+    const t0 = Date.now();
     const res = await raw(served.port, { headers: authed(served.port), body });
     expect(res.status).toBe(200);
     expect(res.headers['mcp-session-id']).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -45,6 +48,7 @@ describe('serve: the HTTP surface refuses what it must', () => {
 
   it('no token: 401 with WWW-Authenticate, no session', async () => {
     const { authorization: _, ...headers } = authed(served.port);
+    const t0 = Date.now();
     const res = await raw(served.port, { headers, body });
     expect(res.status).toBe(401);
     expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
@@ -53,6 +57,7 @@ describe('serve: the HTTP surface refuses what it must', () => {
 
   it('a wrong token, a prefix of the token and the token plus one character: 401', async () => {
     for (const wrong of ['nope', TOKEN.slice(0, -1), `${TOKEN}x`, TOKEN.toUpperCase()]) {
+      const t0 = Date.now();
       const res = await raw(served.port, {
         headers: authed(served.port, { authorization: `Bearer ${wrong}` }),
         body,
@@ -73,6 +78,7 @@ describe('serve: the HTTP surface refuses what it must', () => {
       'null',
       `http://127.0.0.1:${served.port + 1}`,
     ]) {
+      const t0 = Date.now();
       const res = await raw(served.port, { headers: authed(served.port, { origin }), body });
       expect(res.status, origin).toBe(403);
       expect(res.headers['mcp-session-id']).toBeUndefined();
@@ -95,6 +101,7 @@ describe('serve: the HTTP surface refuses what it must', () => {
       `127.0.0.1:${served.port + 1}`,
       '127.0.0.1',
     ]) {
+      const t0 = Date.now();
       const res = await raw(served.port, { headers: authed(served.port, { host }), body });
       expect(res.status, host).toBe(403);
     }
@@ -163,6 +170,7 @@ describe('serve: the HTTP surface refuses what it must', () => {
 
   it('stateless (2026-07-28): GET and DELETE without a session are 405; a header that disagrees is 400', async () => {
     for (const method of ['GET', 'DELETE']) {
+      const t0 = Date.now();
       const res = await raw(served.port, { method, headers: authed(served.port) });
       expect(res.status, method).toBe(405);
     }
@@ -190,6 +198,7 @@ describe('serve: the generated token', () => {
       expect(printed).toHaveLength(1);
       const token = (printed[0] as string).split(': ')[1] as string;
       expect(token.length).toBeGreaterThanOrEqual(43);
+      const t0 = Date.now();
       const res = await raw(served.port, {
         headers: authed(served.port, { authorization: `Bearer ${token}` }),
         body,
@@ -210,3 +219,110 @@ describe('serve: the generated token', () => {
     );
   });
 });
+
+describe('serve: resumable streams cannot be taken over or flooded', () => {
+  const NOTES = fileURLToPath(new URL('./fixtures/notes-server.mjs', import.meta.url));
+  let served: Served;
+  beforeAll(async () => {
+    served = await startServe(['--mount', `${REPO}:ro`], ['node', NOTES]);
+  }, 60_000);
+  afterAll(async () => {
+    await served?.stop();
+  });
+
+  const open = async () => {
+    const t0 = Date.now();
+    const res = await raw(served.port, { headers: authed(served.port), body });
+    const ids = [...res.body.matchAll(/^id: (\S+)$/gm)].map((m) => m[1] as string);
+    return { session: String(res.headers['mcp-session-id']), ids };
+  };
+  const resume = (session: string | undefined, eventId: string) =>
+    raw(served.port, {
+      method: 'GET',
+      headers: {
+        ...authed(served.port, session === undefined ? {} : { 'mcp-session-id': session }),
+        accept: 'text/event-stream',
+        'last-event-id': eventId,
+      },
+    });
+
+  it("another session's id or event id does not resume its stream", async () => {
+    const a = await open();
+    const b = await open();
+    const [primed, answered] = a.ids;
+    expect(primed).toMatch(/^[A-Za-z0-9_-]{16}\.0$/);
+    expect(answered).toBe(`${(primed as string).split('.')[0]}.1`);
+    // Control: A itself resumes its initialize stream and gets its answer again.
+    const own = await resume(a.session, primed as string);
+    expect(own.status).toBe(200);
+    expect(sseMessages(own.body)[0]).toMatchObject({
+      id: 1,
+      result: { serverInfo: { name: 'notes-server' } },
+    });
+    // B's session with A's event id, no session, a made-up session, a forged id in B: none resume.
+    expect((await resume(b.session, primed as string)).status).toBe(404);
+    expect((await resume(undefined, primed as string)).status).toBe(405);
+    expect((await resume('AAAA', primed as string)).status).toBe(404);
+    const forged = `${(b.ids[0] as string).split('.')[0]}.0`.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'));
+    expect((await resume(b.session, forged)).status).toBe(404);
+    expect((await resume(b.session, 'x'.repeat(5000))).status).toBe(404);
+    for (const s of [a.session, b.session]) {
+      await raw(served.port, { method: 'DELETE', headers: authed(served.port, { 'mcp-session-id': s }) });
+    }
+  }, 60_000);
+
+  it('a flood to a client that never reads stays within the buffer bound; resuming past it is a clear error', async () => {
+    const a = await open();
+    const headers = { ...authed(served.port, { 'mcp-session-id': a.session }) };
+    const initialized = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await raw(served.port, { headers, body: initialized });
+    // A GET stream that reads its first event (to learn an id), then never reads again.
+    const socket = connect(served.port, '127.0.0.1');
+    socket.write(
+      `GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:${served.port}\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+        `Accept: text/event-stream\r\nMcp-Session-Id: ${a.session}\r\n\r\n`,
+    );
+    const standing = await new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (c: Buffer) => {
+        text += c.toString();
+        const match = /^id: (\S+)$/m.exec(text);
+        if (match) {
+          socket.pause();
+          resolve(match[1] as string);
+        }
+      });
+    });
+    // Log notifications of 50 kB, answered as JSON so that nothing else reads them: 100 MB a round.
+    const flood = async (round: number) => {
+      const res = await raw(served.port, {
+        headers: { ...headers, accept: 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: round,
+          method: 'tools/call',
+          params: { name: 'flood', arguments: { count: 2000, size: 50_000 } },
+        }),
+      });
+      // The control: the flood really ran.
+      expect(JSON.parse(res.body)).toMatchObject({ result: { content: [{ text: 'flooded 2000' }] } });
+      return peakRss(served.child.pid as number);
+    };
+    // The first round sizes the heap for the traffic; had serve kept what the reader did not read,
+    // the second would add its 100 MB again.
+    const first = await flood(2);
+    const second = await flood(3);
+    expect(second - first).toBeLessThan(40 * 2 ** 20);
+    const late = await resume(a.session, standing);
+    expect(late.status).toBe(409);
+    expect(JSON.parse(late.body).error.message).toMatch(/no longer kept/);
+    expect(served.stderr()).toMatch(/not reading its stream: \d+ message\(s\) dropped unread/);
+    socket.destroy();
+  }, 120_000);
+});
+
+/** The peak resident set of a process, in bytes (VmHWM). */
+function peakRss(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) * 1024;
+}
