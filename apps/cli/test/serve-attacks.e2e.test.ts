@@ -32,7 +32,6 @@ describe('serve: the HTTP surface refuses what it must', () => {
   });
 
   it('control: the right token, Host and no Origin open a session', async () => {
-    const t0 = Date.now();
     const res = await raw(served.port, { headers: authed(served.port), body });
     expect(res.status).toBe(200);
     expect(res.headers['mcp-session-id']).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -48,7 +47,6 @@ describe('serve: the HTTP surface refuses what it must', () => {
 
   it('no token: 401 with WWW-Authenticate, no session', async () => {
     const { authorization: _, ...headers } = authed(served.port);
-    const t0 = Date.now();
     const res = await raw(served.port, { headers, body });
     expect(res.status).toBe(401);
     expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
@@ -57,7 +55,6 @@ describe('serve: the HTTP surface refuses what it must', () => {
 
   it('a wrong token, a prefix of the token and the token plus one character: 401', async () => {
     for (const wrong of ['nope', TOKEN.slice(0, -1), `${TOKEN}x`, TOKEN.toUpperCase()]) {
-      const t0 = Date.now();
       const res = await raw(served.port, {
         headers: authed(served.port, { authorization: `Bearer ${wrong}` }),
         body,
@@ -78,7 +75,6 @@ describe('serve: the HTTP surface refuses what it must', () => {
       'null',
       `http://127.0.0.1:${served.port + 1}`,
     ]) {
-      const t0 = Date.now();
       const res = await raw(served.port, { headers: authed(served.port, { origin }), body });
       expect(res.status, origin).toBe(403);
       expect(res.headers['mcp-session-id']).toBeUndefined();
@@ -101,7 +97,6 @@ describe('serve: the HTTP surface refuses what it must', () => {
       `127.0.0.1:${served.port + 1}`,
       '127.0.0.1',
     ]) {
-      const t0 = Date.now();
       const res = await raw(served.port, { headers: authed(served.port, { host }), body });
       expect(res.status, host).toBe(403);
     }
@@ -170,7 +165,6 @@ describe('serve: the HTTP surface refuses what it must', () => {
 
   it('stateless (2026-07-28): GET and DELETE without a session are 405; a header that disagrees is 400', async () => {
     for (const method of ['GET', 'DELETE']) {
-      const t0 = Date.now();
       const res = await raw(served.port, { method, headers: authed(served.port) });
       expect(res.status, method).toBe(405);
     }
@@ -198,7 +192,6 @@ describe('serve: the generated token', () => {
       expect(printed).toHaveLength(1);
       const token = (printed[0] as string).split(': ')[1] as string;
       expect(token.length).toBeGreaterThanOrEqual(43);
-      const t0 = Date.now();
       const res = await raw(served.port, {
         headers: authed(served.port, { authorization: `Bearer ${token}` }),
         body,
@@ -231,7 +224,6 @@ describe('serve: resumable streams cannot be taken over or flooded', () => {
   });
 
   const open = async () => {
-    const t0 = Date.now();
     const res = await raw(served.port, { headers: authed(served.port), body });
     const ids = [...res.body.matchAll(/^id: (\S+)$/gm)].map((m) => m[1] as string);
     return { session: String(res.headers['mcp-session-id']), ids };
@@ -268,6 +260,43 @@ describe('serve: resumable streams cannot be taken over or flooded', () => {
     expect((await resume(b.session, 'x'.repeat(5000))).status).toBe(404);
     for (const s of [a.session, b.session]) {
       await raw(served.port, { method: 'DELETE', headers: authed(served.port, { 'mcp-session-id': s }) });
+    }
+  }, 60_000);
+
+  it("two stateless (2026-07-28) clients using the same progress token never get each other's progress", async () => {
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+      progressToken: 'same',
+    };
+    const callWith = (tag: string, ms: number) =>
+      raw(served.port, {
+        headers: authed(served.port, {
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'slow',
+        }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'slow', arguments: { ms, tag }, _meta: meta },
+        }),
+      });
+    const [a, b] = await Promise.all([callWith('A', 600), callWith('B', 300)]);
+    for (const [res, tag] of [
+      [a, 'A'],
+      [b, 'B'],
+    ] as const) {
+      const messages = sseMessages(res.body);
+      const progress = messages.filter((m) => m.method === 'notifications/progress');
+      expect(progress, tag).toEqual([
+        { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'same', progress: 1 } },
+      ]);
+      expect(messages.at(-1), tag).toMatchObject({
+        id: 1,
+        result: { content: [{ text: `slow done: ${tag}` }] },
+      });
     }
   }, 60_000);
 

@@ -55,7 +55,7 @@ export function registerServeCommand(
       '--token-file <file>',
       'read the bearer token from <file> (else one is generated and printed once)',
     )
-    .option('--max-sessions <n>', 'most sessions (each its own sandbox) open at once', '16')
+    .option('--max-sessions <n>', 'most sessions open at once (each its own sandbox, unless --shared)', '16')
     .option(
       '--shared',
       'one sandbox for every session: each client sees what the others left in the server (see below)',

@@ -95,7 +95,9 @@ export class StatelessPool {
     }
     const upstream = this.#ensure();
     if (!isRequest(message)) {
-      upstream.send(message);
+      // A cancellation names an id the server never saw (ids are rewritten) or another client's:
+      // a stateless request is cancelled by closing its stream instead.
+      if (message.method !== 'notifications/cancelled') upstream.send(message);
       res.writeHead(202).end();
       return;
     }
@@ -116,6 +118,14 @@ export class StatelessPool {
     });
     const params = wireToken === undefined ? message.params : withToken(message, wireToken);
     upstream.send({ ...message, id: wireId, ...(params === undefined ? {} : { params }) });
+    res.on('close', () => {
+      if (!this.#exchanges.delete(`s:${wireId}`)) return;
+      upstream.send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: wireId, reason: 'the client closed the request' },
+      });
+    });
   }
 
   close(): void {
