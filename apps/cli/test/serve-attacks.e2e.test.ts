@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authed, INIT, raw, type Served, startServe, TOKEN } from './serve-helpers.js';
@@ -210,3 +212,146 @@ describe('serve: the generated token', () => {
     );
   });
 });
+
+describe('serve: resumable streams cannot be taken over or flooded', () => {
+  const NOTES = fileURLToPath(new URL('./fixtures/notes-server.mjs', import.meta.url));
+  let served: Served;
+  beforeAll(async () => {
+    served = await startServe(['--mount', `${REPO}:ro`], ['node', NOTES]);
+  }, 60_000);
+  afterAll(async () => {
+    await served?.stop();
+  });
+
+  const open = async () => {
+    const res = await raw(served.port, { headers: authed(served.port), body });
+    const ids = [...res.body.matchAll(/^id: (\S+)$/gm)].map((m) => m[1] as string);
+    return { session: String(res.headers['mcp-session-id']), ids };
+  };
+  const resume = (session: string | undefined, eventId: string) =>
+    raw(served.port, {
+      method: 'GET',
+      headers: {
+        ...authed(served.port, session === undefined ? {} : { 'mcp-session-id': session }),
+        accept: 'text/event-stream',
+        'last-event-id': eventId,
+      },
+    });
+
+  it("another session's id or event id does not resume its stream", async () => {
+    const a = await open();
+    const b = await open();
+    const [primed, answered] = a.ids;
+    expect(primed).toMatch(/^[A-Za-z0-9_-]{16}\.0$/);
+    expect(answered).toBe(`${(primed as string).split('.')[0]}.1`);
+    // Control: A itself resumes its initialize stream and gets its answer again.
+    const own = await resume(a.session, primed as string);
+    expect(own.status).toBe(200);
+    expect(sseMessages(own.body)[0]).toMatchObject({
+      id: 1,
+      result: { serverInfo: { name: 'notes-server' } },
+    });
+    // B's session with A's event id, no session, a made-up session, a forged id in B: none resume.
+    expect((await resume(b.session, primed as string)).status).toBe(404);
+    expect((await resume(undefined, primed as string)).status).toBe(405);
+    expect((await resume('AAAA', primed as string)).status).toBe(404);
+    const forged = `${(b.ids[0] as string).split('.')[0]}.0`.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'));
+    expect((await resume(b.session, forged)).status).toBe(404);
+    expect((await resume(b.session, 'x'.repeat(5000))).status).toBe(404);
+    for (const s of [a.session, b.session]) {
+      await raw(served.port, { method: 'DELETE', headers: authed(served.port, { 'mcp-session-id': s }) });
+    }
+  }, 60_000);
+
+  it("two stateless (2026-07-28) clients using the same progress token never get each other's progress", async () => {
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+      progressToken: 'same',
+    };
+    const callWith = (tag: string, ms: number) =>
+      raw(served.port, {
+        headers: authed(served.port, {
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'slow',
+        }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'slow', arguments: { ms, tag }, _meta: meta },
+        }),
+      });
+    const [a, b] = await Promise.all([callWith('A', 600), callWith('B', 300)]);
+    for (const [res, tag] of [
+      [a, 'A'],
+      [b, 'B'],
+    ] as const) {
+      const messages = sseMessages(res.body);
+      const progress = messages.filter((m) => m.method === 'notifications/progress');
+      expect(progress, tag).toEqual([
+        { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'same', progress: 1 } },
+      ]);
+      expect(messages.at(-1), tag).toMatchObject({
+        id: 1,
+        result: { content: [{ text: `slow done: ${tag}` }] },
+      });
+    }
+  }, 60_000);
+
+  it('a flood to a client that never reads stays within the buffer bound; resuming past it is a clear error', async () => {
+    const a = await open();
+    const headers = { ...authed(served.port, { 'mcp-session-id': a.session }) };
+    const initialized = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await raw(served.port, { headers, body: initialized });
+    // A GET stream that reads its first event (to learn an id), then never reads again.
+    const socket = connect(served.port, '127.0.0.1');
+    socket.write(
+      `GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:${served.port}\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+        `Accept: text/event-stream\r\nMcp-Session-Id: ${a.session}\r\n\r\n`,
+    );
+    const standing = await new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (c: Buffer) => {
+        text += c.toString();
+        const match = /^id: (\S+)$/m.exec(text);
+        if (match) {
+          socket.pause();
+          resolve(match[1] as string);
+        }
+      });
+    });
+    // Log notifications of 50 kB, answered as JSON so that nothing else reads them: 100 MB a round.
+    const flood = async (round: number) => {
+      const res = await raw(served.port, {
+        headers: { ...headers, accept: 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: round,
+          method: 'tools/call',
+          params: { name: 'flood', arguments: { count: 2000, size: 50_000 } },
+        }),
+      });
+      // The control: the flood really ran.
+      expect(JSON.parse(res.body)).toMatchObject({ result: { content: [{ text: 'flooded 2000' }] } });
+      return peakRss(served.child.pid as number);
+    };
+    // The first round sizes the heap for the traffic; had serve kept what the reader did not read,
+    // the second would add its 100 MB again.
+    const first = await flood(2);
+    const second = await flood(3);
+    expect(second - first).toBeLessThan(40 * 2 ** 20);
+    const late = await resume(a.session, standing);
+    expect(late.status).toBe(409);
+    expect(JSON.parse(late.body).error.message).toMatch(/no longer kept/);
+    expect(served.stderr()).toMatch(/not reading its stream: \d+ message\(s\) dropped unread/);
+    socket.destroy();
+  }, 120_000);
+});
+
+/** The peak resident set of a process, in bytes (VmHWM). */
+function peakRss(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) * 1024;
+}

@@ -18,15 +18,18 @@ import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
 import { loadToken } from '../serve/guard.js';
 import { createListener, MCP_PATH } from '../serve/listener.js';
+import { DEFAULT_REPLAY_LIMITS } from '../serve/replay.js';
 import { SessionTable } from '../serve/sessions.js';
+import { SharedServer } from '../serve/shared.js';
 import { StatelessPool } from '../serve/stateless.js';
-import { type Message, Upstream } from '../serve/upstream.js';
+import { type Message, type StartLink, Upstream } from '../serve/upstream.js';
 import { addRunOptions, announce, planRun, type RunFlags } from './run.js';
 
 interface ServeFlags extends RunFlags {
   port: string;
   tokenFile?: string;
   maxSessions: string;
+  shared?: boolean;
 }
 
 const STOP_SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
@@ -52,7 +55,11 @@ export function registerServeCommand(
       '--token-file <file>',
       'read the bearer token from <file> (else one is generated and printed once)',
     )
-    .option('--max-sessions <n>', 'most sessions (each its own sandbox) open at once', '16')
+    .option('--max-sessions <n>', 'most sessions open at once (each its own sandbox, unless --shared)', '16')
+    .option(
+      '--shared',
+      'one sandbox for every session: each client sees what the others left in the server (see below)',
+    )
     .option('--trace <file>', 'append every message and lifecycle event of every session to <file> as JSONL')
     .option(
       '--max-message-size <size>',
@@ -61,8 +68,18 @@ export function registerServeCommand(
     .addHelpText(
       'after',
       `
-Each client session (protocol 2025-11-25 and earlier) gets a sandbox of its own; stateless
-requests (2026-07-28) share one long-lived sandbox. The endpoint is http://127.0.0.1:<port>${MCP_PATH}.
+Each client session (protocol 2025-11-25 and earlier) gets a sandbox of its own, so one client
+cannot see another's server state; --ttl, --trace, the tool policy and --require-isolation apply
+to each. Stateless requests (2026-07-28) share one long-lived sandbox. SSE events carry ids: a
+client that reconnects with Last-Event-ID gets what it missed (the last 1000 events or 8MiB of a
+session; further behind, a 409 error). The endpoint is http://127.0.0.1:<port>${MCP_PATH}.
+
+--shared runs ONE sandbox for all sessions. Its risks: whatever one client stores in the server
+(files, memory, a login) every other client can read or change, and the server's notifications
+reach every session. The server sees one client: the first initialize is forwarded and later
+sessions are answered from its result (the one place serve answers for the server); ids and
+progress tokens are rewritten so sessions never collide; sampling, elicitation and roots requests
+go to the session whose request is in progress, else the newest with its GET stream open.
 
 Examples:
   mcp-sandbox serve --port 8931 --token-file ~/.config/mcp-token -- npx -y @modelcontextprotocol/server-everything
@@ -114,9 +131,12 @@ async function serveAction(
         },
         onMessage,
       );
-    const sessions = new SessionTable(maxSessions);
+    const sessions = new SessionTable(maxSessions, DEFAULT_REPLAY_LIMITS, (text) => logger.warn(text));
     const stateless = new StatelessPool(start);
-    const server = createListener({ token, maxBodyBytes, sessions, stateless, startSession: start, logger });
+    const shared = flags.shared ? new SharedServer(start) : undefined;
+    const startSession: StartLink = shared ? (onMessage, peer) => shared.link(onMessage, peer) : start;
+    if (shared) logger.warn("--shared: one sandbox serves every session; clients can see each other's data");
+    const server = createListener({ token, maxBodyBytes, sessions, stateless, startSession, logger });
     server.listen(port, '127.0.0.1');
     await Promise.race([
       once(server, 'listening'),
@@ -129,7 +149,7 @@ async function serveAction(
     logger.info(`listening on http://127.0.0.1:${bound}${MCP_PATH}`);
     await stopSignal(io);
     logger.info('stopping: closing every session');
-    await closeAll(server, sessions, stateless, logger);
+    await closeAll(server, sessions, [stateless, ...(shared ? [shared] : [])], logger);
     return 0;
   } catch (error) {
     return reportError(error, logger);
@@ -149,19 +169,24 @@ function stopSignal(io: CliIo): Promise<void> {
   });
 }
 
-async function closeAll(server: Server, sessions: SessionTable, stateless: StatelessPool, logger: Logger) {
+interface Pool {
+  readonly upstream: Upstream | undefined;
+  close(): void;
+}
+
+async function closeAll(server: Server, sessions: SessionTable, pools: Pool[], logger: Logger) {
   server.close();
-  const upstreams = [
-    ...sessions.all().map((s) => s.upstream),
-    ...(stateless.upstream ? [stateless.upstream] : []),
+  const upstreams: Array<{ stop(): void; done: Promise<unknown> }> = [
+    ...sessions.all().map((s) => s.link),
+    ...pools.flatMap((p) => (p.upstream ? [p.upstream] : [])),
   ];
   for (const session of sessions.all()) session.close();
-  stateless.close();
+  for (const pool of pools) pool.close();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<void>((done) => {
     timer = setTimeout(() => {
       logger.warn('some sandboxes did not close in time; stopping them');
-      for (const upstream of upstreams) upstream.session.stop('SIGTERM');
+      for (const upstream of upstreams) upstream.stop();
       done();
     }, CLOSE_DEADLINE_MS);
   });

@@ -4,7 +4,7 @@ import { type BearerToken, checkOrigin, checkToken, HttpRefusal, readBody } from
 import { SESSION_HEADER, type SessionTable } from './sessions.js';
 import { checkStatelessHeaders, isStateless, type StatelessPool } from './stateless.js';
 import { jsonRpcError, sendJson } from './streams.js';
-import type { Message, Upstream } from './upstream.js';
+import type { Message, StartLink } from './upstream.js';
 
 export const MCP_PATH = '/mcp';
 
@@ -13,8 +13,8 @@ export interface ListenerOptions {
   readonly maxBodyBytes: number;
   readonly sessions: SessionTable;
   readonly stateless: StatelessPool;
-  /** Starts one sandboxed server for a new session. */
-  readonly startSession: (onMessage: (message: Message) => void) => Upstream;
+  /** Starts the server side of a new session (a sandbox of its own, or a port on the shared one). */
+  readonly startSession: StartLink;
   readonly logger: Logger;
 }
 
@@ -56,7 +56,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, o: ListenerOpti
     if (!(req.headers.accept ?? '').includes('text/event-stream')) {
       throw new HttpRefusal(406, 'Not Acceptable: a GET stream needs Accept: text/event-stream');
     }
-    session.listen(res);
+    session.listen(res, headerOf(req, 'last-event-id'));
     return;
   }
   throw new HttpRefusal(405, 'Method Not Allowed', { allow: 'GET, POST, DELETE' });

@@ -1,81 +1,101 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpRefusal, newSessionId } from './guard.js';
-import {
-  Exchange,
-  idKey,
-  isRequest,
-  isResponse,
-  jsonRpcError,
-  progressTokenOf,
-  SseStream,
-} from './streams.js';
-import type { Message, Upstream } from './upstream.js';
+import { type EventStream, type ReplayLimits, ReplayLog, SseStream } from './replay.js';
+import { Exchange, idKey, isRequest, isResponse, jsonRpcError, progressTokenOf } from './streams.js';
+import type { Message, ServerLink, StartLink } from './upstream.js';
 
 export const SESSION_HEADER = 'mcp-session-id';
-/** Server messages kept for a client that has no stream open right now (then the oldest go). */
-const BACKLOG_LIMIT = 1000;
+/** The first revision whose clients skip data-less SSE events (the priming event). */
+const PRIMING_VERSION = '2025-11-25';
 
 /**
- * One 2025-11-25 session: one client, one sandboxed server of its own. The server's messages go
- * to the stream of the request they belong to (its response, its progress), else to the client's
- * GET stream, else to the newest open request stream, else into a backlog that the next stream
- * receives: a client that disconnects loses nothing it can pick up again.
+ * One 2025-11-25 session: one client, and the server it talks to (a sandbox of its own, or its
+ * port on the shared one). The server's messages go to the stream of the request they belong to
+ * (its response, its progress), else to the client's GET stream, else to the newest open request
+ * stream, else they wait on the GET stream for the client to come back. Every SSE event carries an
+ * id; a client that reconnects with Last-Event-ID gets what it missed from a bounded log.
  */
 export class Session {
   readonly id: string;
-  readonly upstream: Upstream;
+  readonly link: ServerLink;
   readonly #exchanges = new Map<string, Exchange>();
-  readonly #backlog: Message[] = [];
-  #listen: SseStream | undefined;
+  readonly #log: ReplayLog;
+  readonly #standing: EventStream;
+  #version = '';
   #closed = false;
 
-  constructor(id: string, start: (onMessage: (message: Message) => void) => Upstream) {
+  constructor(id: string, start: StartLink, limits: ReplayLimits, warn: (text: string) => void) {
     this.id = id;
-    this.upstream = start((message) => this.#fromServer(message));
+    this.#log = new ReplayLog(limits, (text) => warn(`session ${id.slice(0, 8)}…: ${text}`));
+    this.#standing = this.#log.open();
+    this.link = start((message) => this.#fromServer(message), this);
+  }
+
+  get #headers(): Record<string, string> {
+    return { [SESSION_HEADER]: this.id };
+  }
+
+  /** Whether the client has its GET stream open now (where messages for no request go). */
+  get listening(): boolean {
+    return this.#standing.live;
   }
 
   /** A POSTed message: requests wait on `res`; notifications and responses are accepted at once. */
   post(message: Message, req: IncomingMessage, res: ServerResponse): void {
-    const headers = { [SESSION_HEADER]: this.id };
     if (!isRequest(message)) {
-      this.upstream.send(message);
-      res.writeHead(202, headers).end();
+      this.link.send(message);
+      res.writeHead(202, this.#headers).end();
       return;
     }
     const key = idKey(message.id) as string;
     if (this.#exchanges.has(key)) {
       throw new HttpRefusal(400, 'Bad Request: a request with this id is already in flight');
     }
+    if (message.method === 'initialize') {
+      const asked = (message.params as { protocolVersion?: unknown } | undefined)?.protocolVersion;
+      if (typeof asked === 'string') this.#version = asked;
+    }
     const sse = (req.headers.accept ?? '').includes('text/event-stream');
-    const exchange = new Exchange(res, sse, headers, progressTokenOf(message));
-    this.#exchanges.set(key, exchange);
-    if (sse) this.#flushBacklog();
-    this.upstream.send(message);
+    const stream = sse ? this.#log.open(this.#carrier(res).start()) : undefined;
+    if (stream && this.#version >= PRIMING_VERSION) stream.prime();
+    this.#exchanges.set(key, new Exchange(res, stream, this.#headers, progressTokenOf(message)));
+    if (stream) for (const text of this.#log.takeUndelivered(this.#standing)) stream.send(text);
+    this.link.send(message);
   }
 
-  /** The client's standing stream for messages that belong to no request. */
-  listen(res: ServerResponse): void {
-    if (this.#listen?.open)
+  /** GET: the standing stream, or with Last-Event-ID the resumption of any stream of this session. */
+  listen(res: ServerResponse, lastEventId: string | undefined): void {
+    if (lastEventId !== undefined) {
+      const { stream, seq } = this.#log.find(lastEventId);
+      stream.resume(seq, this.#carrier(res));
+      return;
+    }
+    if (this.#standing.live)
       throw new HttpRefusal(409, 'Conflict: this session already has a GET stream open');
-    this.#listen = new SseStream(res, { [SESSION_HEADER]: this.id });
-    this.#flushBacklog();
+    this.#standing.attach(this.#carrier(res));
+    if (this.#version >= PRIMING_VERSION) this.#standing.prime();
+    for (const text of this.#log.takeUndelivered(this.#standing)) this.#standing.send(text);
+  }
+
+  #carrier(res: ServerResponse): SseStream {
+    return new SseStream(res, this.#headers, this.#log.limits.maxBytes);
   }
 
   /** DELETE, or the listener shutting down: the server drains what it owes, then stops. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.upstream.close();
+    this.link.close();
   }
 
-  /** The sandbox is gone: every waiting request gets an error and every stream ends. */
+  /** The server is gone: every waiting request gets an error and every stream ends. */
   ended(): void {
     this.#closed = true;
     for (const [key, exchange] of this.#exchanges) {
       exchange.answer(jsonRpcError(keyToId(key), -32000, 'the sandboxed server ended'));
     }
     this.#exchanges.clear();
-    this.#listen?.end();
+    this.#standing.end();
   }
 
   #fromServer(message: Message): void {
@@ -100,16 +120,13 @@ export class Session {
 
   /** A message for no particular request: the GET stream, else the newest open request stream. */
   #loose(message: Message): void {
-    if (this.#listen?.send(message)) return;
+    if (this.#standing.live) {
+      this.#standing.send(message);
+      return;
+    }
     const open = [...this.#exchanges.values()].filter((e) => e.streaming);
     if (open.at(-1)?.send(message)) return;
-    this.#backlog.push(message);
-    if (this.#backlog.length > BACKLOG_LIMIT) this.#backlog.shift();
-  }
-
-  #flushBacklog(): void {
-    const waiting = this.#backlog.splice(0);
-    for (const message of waiting) this.#loose(message);
+    this.#standing.send(message); // kept, unread, for the next stream the client opens
   }
 }
 
@@ -126,9 +143,13 @@ function keyToId(key: string): string | number {
 export class SessionTable {
   readonly #sessions = new Map<string, Session>();
   readonly #max: number;
+  readonly #limits: ReplayLimits;
+  readonly #warn: (text: string) => void;
 
-  constructor(max: number) {
+  constructor(max: number, limits: ReplayLimits, warn: (text: string) => void) {
     this.#max = max;
+    this.#limits = limits;
+    this.#warn = warn;
   }
 
   get size(): number {
@@ -139,7 +160,7 @@ export class SessionTable {
     return this.#sessions.get(id);
   }
 
-  open(start: (onMessage: (message: Message) => void) => Upstream): Session {
+  open(start: StartLink): Session {
     if (this.#sessions.size >= this.#max) {
       throw new HttpRefusal(
         503,
@@ -149,9 +170,9 @@ export class SessionTable {
         },
       );
     }
-    const session = new Session(newSessionId(), start);
+    const session = new Session(newSessionId(), start, this.#limits, this.#warn);
     this.#sessions.set(session.id, session);
-    void session.upstream.done.then(() => {
+    void session.link.done.then(() => {
       this.#sessions.delete(session.id);
       session.ended();
     });

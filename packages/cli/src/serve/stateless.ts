@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpRefusal } from './guard.js';
-import { Exchange, idKey, isRequest, isResponse, jsonRpcError, progressTokenOf } from './streams.js';
+import { DEFAULT_REPLAY_LIMITS, ReplayLog, SseStream } from './replay.js';
+import { Exchange, idKey, isRequest, isResponse, jsonRpcError } from './streams.js';
 import type { Message, Upstream } from './upstream.js';
 
 /** The first revision without sessions: each request carries its version in `_meta`. */
@@ -78,7 +79,9 @@ function header(req: IncomingMessage, name: string): string | undefined {
  */
 export class StatelessPool {
   readonly #start: (onMessage: (message: Message) => void) => Upstream;
-  readonly #exchanges = new Map<string, { readonly id: unknown; readonly exchange: Exchange }>();
+  readonly #exchanges = new Map<string, Waiting>();
+  /** Stateless streams cannot be resumed (there is no session to resume in): nothing is kept. */
+  readonly #log = new ReplayLog({ maxEvents: 0, maxBytes: 0 }, () => {});
   #upstream: Upstream | undefined;
   #next = 0;
 
@@ -92,17 +95,37 @@ export class StatelessPool {
     }
     const upstream = this.#ensure();
     if (!isRequest(message)) {
-      upstream.send(message);
+      // A cancellation names an id the server never saw (ids are rewritten) or another client's:
+      // a stateless request is cancelled by closing its stream instead.
+      if (message.method !== 'notifications/cancelled') upstream.send(message);
       res.writeHead(202).end();
       return;
     }
-    const wireId = `mcp-sandbox-${++this.#next}`;
+    const n = ++this.#next;
+    const wireId = `mcp-sandbox-${n}`;
     const sse = (req.headers.accept ?? '').includes('text/event-stream');
+    const stream = sse
+      ? this.#log.open(new SseStream(res, {}, DEFAULT_REPLAY_LIMITS.maxBytes).start())
+      : undefined;
+    // Progress tokens are rewritten like ids: two clients may pick the same token.
+    const meta = (message.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+    const token = meta?.progressToken;
+    const wireToken = idKey(token) === undefined ? undefined : `mcp-sandbox-progress-${n}`;
     this.#exchanges.set(`s:${wireId}`, {
       id: message.id,
-      exchange: new Exchange(res, sse, {}, progressTokenOf(message)),
+      token,
+      exchange: new Exchange(res, stream, {}, wireToken === undefined ? undefined : `s:${wireToken}`),
     });
-    upstream.send({ ...message, id: wireId });
+    const params = wireToken === undefined ? message.params : withToken(message, wireToken);
+    upstream.send({ ...message, id: wireId, ...(params === undefined ? {} : { params }) });
+    res.on('close', () => {
+      if (!this.#exchanges.delete(`s:${wireId}`)) return;
+      upstream.send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: wireId, reason: 'the client closed the request' },
+      });
+    });
   }
 
   close(): void {
@@ -138,8 +161,23 @@ export class StatelessPool {
     // Progress goes to the request that asked for it; nothing else has a client to go to.
     const token = idKey((message.params as { progressToken?: unknown } | undefined)?.progressToken);
     if (message.method !== 'notifications/progress' || token === undefined) return;
-    for (const { exchange } of this.#exchanges.values()) {
-      if (exchange.progressToken === token && exchange.send(message)) return;
+    for (const { exchange, token: original } of this.#exchanges.values()) {
+      if (exchange.progressToken !== token) continue;
+      const params = { ...(message.params as Record<string, unknown>), progressToken: original };
+      exchange.send({ ...message, params });
+      return;
     }
   }
+}
+
+interface Waiting {
+  readonly id: unknown;
+  /** The client's own progress token, restored on the server's progress notifications. */
+  readonly token: unknown;
+  readonly exchange: Exchange;
+}
+
+function withToken(message: Message, token: string): Record<string, unknown> {
+  const params = message.params as Record<string, unknown> & { _meta: Record<string, unknown> };
+  return { ...params, _meta: { ...params._meta, progressToken: token } };
 }

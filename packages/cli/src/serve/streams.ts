@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { EventStream } from './replay.js';
 import type { Message } from './upstream.js';
 
 /** A key for a JSON-RPC id that tells 1 from "1". */
@@ -22,77 +23,54 @@ export function progressTokenOf(message: Message): string | undefined {
   return idKey(params?._meta?.progressToken);
 }
 
-/** One open HTTP response that carries server messages as Server-Sent Events. */
-export class SseStream {
-  readonly #res: ServerResponse;
-  #open = true;
-
-  constructor(res: ServerResponse, headers: Record<string, string>) {
-    this.#res = res;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      ...headers,
-    });
-    res.flushHeaders();
-    res.on('close', () => {
-      this.#open = false;
-    });
-  }
-
-  get open(): boolean {
-    return this.#open && !this.#res.writableEnded;
-  }
-
-  /** Sends one message; false when the client has gone and the message must go elsewhere. */
-  send(message: Message): boolean {
-    if (!this.open) return false;
-    this.#res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
-    return true;
-  }
-
-  end(): void {
-    if (this.open) this.#res.end();
-    this.#open = false;
-  }
-}
-
 /**
  * One POSTed request waiting for its response: answered on its SSE stream (with what the server
- * sends meanwhile) or, when the client accepts only JSON, as one JSON body.
+ * sends meanwhile) or, when the client accepts only JSON, as one JSON body. A stream the client
+ * can resume keeps its messages while the client is away; else they must go elsewhere.
  */
 export class Exchange {
   readonly #res: ServerResponse;
-  readonly #stream: SseStream | undefined;
+  readonly #stream: EventStream | undefined;
   readonly #headers: Record<string, string>;
   readonly progressToken: string | undefined;
   #done = false;
 
-  constructor(res: ServerResponse, sse: boolean, headers: Record<string, string>, progressToken?: string) {
+  constructor(
+    res: ServerResponse,
+    stream: EventStream | undefined,
+    headers: Record<string, string>,
+    progressToken?: string,
+  ) {
     this.#res = res;
     this.#headers = headers;
-    this.#stream = sse ? new SseStream(res, headers) : undefined;
+    this.#stream = stream;
     this.progressToken = progressToken;
   }
 
-  /** Whether a message other than the response can still reach this client here. */
+  /** Whether a message other than the response can reach this client here now. */
   get streaming(): boolean {
-    return this.#stream?.open ?? false;
+    return this.#stream?.live ?? false;
   }
 
-  /** The server's message; false when it could not be delivered here. */
+  get #keeps(): boolean {
+    return this.#stream !== undefined && (this.#stream.live || this.#stream.primed);
+  }
+
+  /** The server's message; false when it could not be delivered or kept here. */
   send(message: Message): boolean {
-    return this.#stream?.send(message) ?? false;
+    if (!this.#stream || !this.#keeps) return false;
+    this.#stream.send(message);
+    return true;
   }
 
   /** The response: ends the exchange. False when the client had gone (it must go elsewhere). */
   answer(message: Message): boolean {
     this.#done = true;
     if (this.#stream) {
-      const sent = this.#stream.send(message);
+      const kept = this.#keeps;
+      if (kept) this.#stream.send(message);
       this.#stream.end();
-      return sent;
+      return kept;
     }
     if (this.#res.destroyed || this.#res.writableEnded) return false;
     sendJson(this.#res, 200, message, this.#headers);

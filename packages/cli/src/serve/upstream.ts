@@ -24,11 +24,31 @@ export interface UpstreamOptions {
   readonly secrets: readonly string[];
 }
 
+/** What a session talks to: its own sandboxed server, or its port on a shared one. */
+export interface ServerLink {
+  send(message: Message): void;
+  /** The session is over: like a stdio client closing stdin. */
+  close(): void;
+  /** Past the close deadline: stop the sandbox now. */
+  stop(): void;
+  /** Settles when this link can carry nothing more (the sandbox ended). */
+  readonly done: Promise<unknown>;
+}
+
+/** What a link may ask of the session it serves. */
+export interface Peer {
+  /** Whether the client has its GET stream open (where a server request with no owner goes). */
+  readonly listening: boolean;
+}
+
+/** Starts the server side of one session, given where the server's messages go. */
+export type StartLink = (onMessage: (message: Message) => void, peer: Peer) => ServerLink;
+
 /**
  * One sandboxed stdio server, run through core's bridge exactly as `run` runs it (policy, trace,
  * TTL, limits), with the client side of the bridge turned into messages in and out.
  */
-export class Upstream {
+export class Upstream implements ServerLink {
   readonly session: BridgeSession;
   readonly done: Promise<BridgeResult>;
   readonly #input = new PassThrough();
@@ -77,6 +97,10 @@ export class Upstream {
 
   send(message: Message): void {
     if (!this.#ended) this.#input.write(`${JSON.stringify(message)}\n`);
+  }
+
+  stop(): void {
+    this.session.stop('SIGTERM');
   }
 
   /** Like a stdio client closing stdin: the bridge drains what is owed, then stops the server. */

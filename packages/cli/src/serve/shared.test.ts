@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { SharedServer } from './shared.js';
+import type { Message, Upstream } from './upstream.js';
+
+// The multiplexer alone, with an in-memory stand-in for the sandboxed server (the e2e tests in
+// apps/cli/test/serve-sessions.e2e.test.ts drive the real one through the built binary).
+
+function fixture() {
+  const toServer: Message[] = [];
+  let fromServer: (message: Message) => void = () => {};
+  let finish: () => void = () => {};
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  let ended = false;
+  const upstream = {
+    send: (m: Message) => toServer.push(m),
+    close: () => {},
+    stop: () => {},
+    done: done.then(() => {
+      ended = true;
+    }),
+    get ended() {
+      return ended;
+    },
+  } as unknown as Upstream;
+  const shared = new SharedServer((onMessage) => {
+    fromServer = onMessage;
+    return upstream;
+  });
+  const session = (listening = false, sampling = true) => {
+    const got: Message[] = [];
+    const port = shared.link((m) => got.push(m), { listening });
+    port.send({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { capabilities: sampling ? { sampling: {} } : {} },
+    });
+    return { port, got };
+  };
+  return { shared, toServer, server: (m: Message) => fromServer(m), session, finish };
+}
+
+describe('SharedServer', () => {
+  it('forwards the first initialize only and answers later sessions from its result', () => {
+    const f = fixture();
+    const a = f.session();
+    const b = f.session();
+    expect(f.toServer).toHaveLength(1);
+    const wire = f.toServer[0] as Message;
+    f.server({ jsonrpc: '2.0', id: wire.id, result: { serverInfo: { name: 's' } } });
+    const c = f.session();
+    for (const s of [a, b, c])
+      expect(s.got).toEqual([{ jsonrpc: '2.0', id: 0, result: { serverInfo: { name: 's' } } }]);
+    for (const s of [a, b]) s.port.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect(f.toServer.filter((m) => m.method === 'notifications/initialized')).toHaveLength(1);
+  });
+
+  it('rewrites ids and progress tokens per session, and maps a cancellation to the rewritten id', () => {
+    const f = fixture();
+    const a = f.session();
+    const b = f.session();
+    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { _meta: { progressToken: 1 } } };
+    a.port.send(call);
+    b.port.send(call);
+    const [wa, wb] = f.toServer.slice(1) as Array<Message & { params: { _meta: { progressToken: string } } }>;
+    expect(wa?.id).not.toBe(wb?.id);
+    expect(wa?.params._meta.progressToken).not.toBe(wb?.params._meta.progressToken);
+    f.server({
+      jsonrpc: '2.0',
+      method: 'notifications/progress',
+      params: { progressToken: wb?.params._meta.progressToken, progress: 1 },
+    });
+    expect(b.got.at(-1)).toMatchObject({ params: { progressToken: 1, progress: 1 } });
+    expect(a.got.some((m) => m.method === 'notifications/progress')).toBe(false);
+    b.port.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } });
+    expect(f.toServer.at(-1)).toMatchObject({ params: { requestId: wb?.id } });
+    f.server({ jsonrpc: '2.0', id: wa?.id, result: { ok: 'a' } });
+    expect(a.got.at(-1)).toEqual({ jsonrpc: '2.0', id: 1, result: { ok: 'a' } });
+  });
+
+  it('sends a server request to the busy session, accepts its answer only from that session', () => {
+    const f = fixture();
+    const idle = f.session(true);
+    const busy = f.session(false);
+    busy.port.send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: {} });
+    f.server({ jsonrpc: '2.0', id: 's1', method: 'sampling/createMessage', params: {} });
+    expect(busy.got.at(-1)).toMatchObject({ id: 's1', method: 'sampling/createMessage' });
+    const sent = f.toServer.length;
+    idle.port.send({ jsonrpc: '2.0', id: 's1', result: { forged: true } });
+    expect(f.toServer).toHaveLength(sent);
+    busy.port.send({ jsonrpc: '2.0', id: 's1', result: { content: {} } });
+    expect(f.toServer.at(-1)).toEqual({ jsonrpc: '2.0', id: 's1', result: { content: {} } });
+  });
+
+  it('with no session able to answer, the server gets an error; a session that leaves has its calls cancelled', () => {
+    const f = fixture();
+    const a = f.session(true, false);
+    f.server({ jsonrpc: '2.0', id: 7, method: 'sampling/createMessage', params: {} });
+    expect(f.toServer.at(-1)).toMatchObject({ id: 7, error: { code: -32603 } });
+    a.port.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} });
+    const wire = (f.toServer.at(-1) as Message).id;
+    a.port.close();
+    expect(f.toServer.at(-1)).toMatchObject({
+      method: 'notifications/cancelled',
+      params: { requestId: wire },
+    });
+  });
+});
