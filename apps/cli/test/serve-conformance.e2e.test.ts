@@ -74,7 +74,7 @@ describe('conformance suite, direct vs through serve', () => {
   it('2025-11-25 (conformance 0.1.16): server-everything', async () => {
     const port = 39000 + (process.pid % 1000);
     const d = await direct([EVERYTHING, 'streamableHttp'], { PORT: String(port) }, port);
-    await compare('2025-11-25', d, ['node', EVERYTHING, 'stdio'], [], 12);
+    await compare('2025-11-25', d, ['node', EVERYTHING, 'stdio'], [], 11);
   }, 200_000);
 
   it('2026-07-28 (conformance 0.2.0-alpha.12): the v2 SDK server, modern era', async () => {
