@@ -40,37 +40,54 @@ import {
   silentLogger,
   UsageError,
 } from '@mcpsandbox/core';
-import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
-import { copyIn } from './copy-in.js';
-import { DenialReporter, SyntheticNames } from './egress.js';
-import { type NetGrant, parseGrant } from './grants.js';
-import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
-import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install-worker.js';
-import { type LimitPlan, planLimits } from './limits.js';
-import { unwritableMountWarnings } from './mount-access.js';
-import { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
-import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
-import { type NpxCacheOptions, prepareNpx, registryAccess } from './npx.js';
-import { ownFiles } from './own-files.js';
-import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
-import type { Resolver } from './proxy.js';
-import { buildSeccompFilter } from './seccomp.js';
-import { checkStateName, defaultStateRoot, openState, type StateDirs } from './state.js';
-import { planTlsTrust, type TlsTrust, tlsTrustNames } from './tls-trust.js';
-import type { Dialer } from './transparent.js';
+import {
+  DenialReporter,
+  type Dialer,
+  type NetGrant,
+  parseGrant,
+  type Resolver,
+  SyntheticNames,
+} from '@mcpsandbox/egress';
 import {
   type Bind,
+  checkStateName,
+  closeDir,
   commandBinds,
+  copyIn,
   dedupeBinds,
+  defaultStateRoot,
+  endNamespace,
   hiddenRoots,
+  identifyInit,
   isHidden,
   isInside,
+  killInit,
   locateCommand,
+  type NamespaceInit,
+  type NpxCacheOptions,
+  type OpenDir,
+  openDirAt,
+  openState,
+  ownFiles,
+  planTlsTrust,
+  prepareNpx,
+  readFileAt,
+  registryAccess,
+  removeAt,
   SANDBOX_HOME,
-  SANDBOX_TMP,
-  sandboxPath,
-  systemView,
-} from './view.js';
+  type StateDirs,
+  type TlsTrust,
+  tlsTrustNames,
+  unwritableMountWarnings,
+  writeFileAt,
+} from '@mcpsandbox/host-side';
+import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
+import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install-worker.js';
+import { type LimitPlan, planLimits } from './limits.js';
+import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
+import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
+import { buildSeccompFilter } from './seccomp.js';
+import { SANDBOX_TMP, sandboxPath, systemView } from './view/system-view.js';
 
 /** Where setup steps' `npm install -g` lands inside the sandbox (under the hidden, empty /run). */
 export const SETUP_PREFIX = '/run/mcp-sandbox/setup';
