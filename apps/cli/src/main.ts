@@ -16,10 +16,10 @@ function version(): string {
   return pkg.version;
 }
 
-/** Named state lives where the local backend keeps it; the module loads only for `state`. */
+/** Named state lives where the OS backends keep it; the module loads only for `state`. */
 function localState(): StateStore {
   const open = async () => {
-    const local = await import('@mcpsandbox/backend-local');
+    const local = await import('@mcpsandbox/host-side');
     const root = local.defaultStateRoot(process.env, process.env.HOME ?? homedir(), process.getuid?.() === 0);
     return { local, root };
   };

@@ -81,8 +81,17 @@ async function sdkClient(command: string, args: string[], env: Record<string, st
 
 describe('the packed packages, installed with npm', () => {
   it('are every workspace package, installed as files (no links into the repository)', () => {
-    expect(tarballs).toHaveLength(7);
-    for (const name of ['core', 'backend-local', 'backend-e2b', 'backend-fake', 'vm-sandbox', 'cli']) {
+    expect(tarballs).toHaveLength(10);
+    const names = [
+      'core',
+      'egress',
+      'host-side',
+      'backend-local',
+      'backend-srt',
+      'backend-e2b',
+      'backend-fake',
+    ];
+    for (const name of [...names, 'vm-sandbox', 'cli']) {
       expect(tarballs.some((t) => t.startsWith(`mcpsandbox-${name}-`))).toBe(true);
       const dir = realpathSync(join(app, 'node_modules', '@mcpsandbox', name));
       expect(dir.startsWith(realpathSync(app))).toBe(true);

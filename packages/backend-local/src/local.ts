@@ -12,7 +12,6 @@ import {
   openSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
@@ -50,11 +49,13 @@ import {
 } from '@mcpsandbox/egress';
 import {
   type Bind,
+  checkMountsSpareHostState,
   checkStateName,
   closeDir,
   commandBinds,
   copyIn,
   dedupeBinds,
+  defaultNpmCache,
   defaultStateRoot,
   endNamespace,
   hiddenRoots,
@@ -72,9 +73,11 @@ import {
   planTlsTrust,
   prepareNpx,
   readFileAt,
+  realOrSelf,
   registryAccess,
   removeAt,
   SANDBOX_HOME,
+  STATE_PREFIX,
   type StateDirs,
   type TlsTrust,
   tlsTrustNames,
@@ -82,7 +85,7 @@ import {
   writeFileAt,
 } from '@mcpsandbox/host-side';
 import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
-import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install-worker.js';
+import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install/launch.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
@@ -314,20 +317,6 @@ function parseInstallEnv(text: string | undefined): Record<string, string> {
 }
 
 /**
- * `$XDG_CACHE_HOME/mcp-sandbox/npm`, or `~/.cache/…` (hidden from every sandbox). As root
- * without the tools to bind from root's 0700 home, the cache lives in /var/cache instead.
- */
-export function defaultNpmCache(
-  hostEnv: Readonly<Record<string, string | undefined>>,
-  home: string,
-  runsAsOther: boolean,
-): string {
-  if (hostEnv.XDG_CACHE_HOME) return join(hostEnv.XDG_CACHE_HOME, 'mcp-sandbox', 'npm');
-  if (runsAsOther) return '/var/cache/mcp-sandbox/npm';
-  return join(home, '.cache', 'mcp-sandbox', 'npm');
-}
-
-/**
  * Mount grants must name an existing host path and an absolute place inside; `systemView` makes
  * room for a target the read-only system lacks. The sandbox's own /, /proc and /dev are refused.
  */
@@ -341,42 +330,6 @@ export function checkMounts(mounts: readonly MountSpec[]): void {
     if (mount.sandboxPath === '/' || ['/proc', '/dev'].some((place) => isInside(mount.sandboxPath, place))) {
       throw new UsageError(
         `cannot mount at ${mount.sandboxPath}: the sandbox's /, /proc and /dev are its own; choose another path`,
-      );
-    }
-  }
-}
-
-/**
- * A writable mount must not reach the host's own bookkeeping: the sandboxes' state directories
- * (every sandbox's home) and the install cache hold what the host later reads, renames and
- * removes. Refused: a mount that contains either, or lies inside the cache or a state directory.
- */
-export function checkMountsSpareHostState(
-  mounts: readonly MountSpec[],
-  places: { readonly stateDir: string; readonly cacheRoot: string; readonly stateRoot?: string },
-): void {
-  const real = realOrSelf;
-  const stateDir = real(places.stateDir);
-  const cacheRoot = real(places.cacheRoot);
-  const stateRoot = places.stateRoot === undefined ? undefined : real(places.stateRoot);
-  for (const mount of mounts) {
-    if (mount.mode !== 'rw') continue;
-    const source = real(mount.hostPath);
-    const inState =
-      isInside(source, stateDir) &&
-      source.slice(stateDir.length).split('/').filter(Boolean)[0]?.startsWith(STATE_PREFIX) === true;
-    const what =
-      isInside(cacheRoot, source) || isInside(source, cacheRoot)
-        ? `the install cache (${cacheRoot})`
-        : isInside(stateDir, source) || inState
-          ? `the sandboxes' state directory (${stateDir})`
-          : stateRoot !== undefined && (isInside(stateRoot, source) || isInside(source, stateRoot))
-            ? `the servers' named state (${stateRoot})`
-            : undefined;
-    if (what) {
-      throw new UsageError(
-        `cannot mount ${mount.hostPath} read-write: it overlaps ${what}, which only mcp-sandbox may change; ` +
-          'mount it read-only or choose another directory',
       );
     }
   }
@@ -1104,14 +1057,6 @@ function tryKill(pid: number, signal: KillSignal): void {
   }
 }
 
-function realOrSelf(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path;
-  }
-}
-
 /** True when `who` can read the path itself (and enter it, for a directory), whatever lies above. */
 function readableItself(path: string, who: { readonly uid: number }): boolean {
   try {
@@ -1156,7 +1101,6 @@ function readHardLimits(): Record<string, number | undefined> {
   }
 }
 
-const STATE_PREFIX = 'mcp-sandbox-';
 const OWNER_FILE = '.owner-pid';
 
 /** Opens a directory the host configured (the state dir), following it if it is a symlink. */

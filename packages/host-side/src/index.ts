@@ -9,9 +9,10 @@ export {
   removeAt,
   writeFileAt,
 } from './host-fs.js';
+export { checkMountsSpareHostState, defaultNpmCache, realOrSelf, STATE_PREFIX } from './host-places.js';
 export type { InstallJob, InstallResult, StartedWorker } from './install-job.js';
 export { unwritableMountWarnings } from './mount-access.js';
-export { endNamespace, identifyInit, killInit, type NamespaceInit, processesIn } from './namespace.js';
+export { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
 export {
   cacheKey,
   DEFAULT_NPM_REGISTRY,
