@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createLocalBackend, parseByteSize } from './local.js';
+import { createLocalBackend } from './local.js';
+import { parseByteSize } from './settings.js';
 
 describe('parseByteSize', () => {
   it('takes bytes and binary units', () => {

@@ -4,19 +4,14 @@ import {
   chmodSync,
   chownSync,
   closeSync,
-  constants,
-  existsSync,
   fstatSync,
   mkdirSync,
   mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { basename, dirname, isAbsolute, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import {
   armTtl,
   type BackendFactoryOptions,
@@ -26,7 +21,6 @@ import {
   type KillSignal,
   killAll,
   type Logger,
-  type MountSpec,
   type PrepareOptions,
   pinNpxSpec,
   type RegistryTrust,
@@ -72,10 +66,8 @@ import {
   ownFiles,
   planTlsTrust,
   prepareNpx,
-  readFileAt,
   realOrSelf,
   registryAccess,
-  removeAt,
   SANDBOX_HOME,
   STATE_PREFIX,
   type StateDirs,
@@ -90,6 +82,24 @@ import { type LimitPlan, planLimits } from './limits.js';
 import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
 import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
 import { buildSeccompFilter } from './seccomp.js';
+import {
+  proxyEnv,
+  reachableBy,
+  readableItself,
+  readHardLimits,
+  readInfoPid,
+  tryKill,
+} from './session/process-helpers.js';
+import { OWNER_FILE, openDirPlain, removeStateDir, sweepAbandoned } from './session/state-dir.js';
+import {
+  checkMounts,
+  DEFAULT_MAX_PROCESSES,
+  DEFAULT_SHM_SIZE,
+  DEFAULT_TMP_SIZE,
+  parseByteSize,
+  parseGrants,
+  parseInstallEnv,
+} from './settings.js';
 import { SANDBOX_TMP, sandboxPath, systemView } from './view/system-view.js';
 
 /** Where setup steps' `npm install -g` lands inside the sandbox (under the hidden, empty /run). */
@@ -97,6 +107,8 @@ export const SETUP_PREFIX = '/run/mcp-sandbox/setup';
 
 /** The loopback port inside the sandbox where its granted egress proxy listens. */
 export const SANDBOX_PROXY_PORT = 3128;
+
+export { DEFAULT_MAX_PROCESSES } from './settings.js';
 
 export interface LocalBackendOptions extends BackendFactoryOptions {
   /** Host directory for each sandbox's private home and tmp (default: the OS temp dir). */
@@ -136,21 +148,6 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
    * name is reported with the flag that would allow it (default true; setting `denialHints=off`).
    */
   readonly denialHints?: boolean;
-}
-
-export const DEFAULT_MAX_PROCESSES = 256;
-/** `/tmp` and `/dev/shm` are tmpfs (memory): these caps bound what a server can pin there. */
-export const DEFAULT_TMP_SIZE = 512 * 2 ** 20;
-export const DEFAULT_SHM_SIZE = 256 * 2 ** 20;
-
-const SIZE_UNITS: Record<string, number> = { '': 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30 };
-
-/** `1048576`, `64M`, `512MiB`, `1G`: binary units. Undefined for anything else. */
-export function parseByteSize(text: string): number | undefined {
-  const match = /^(\d+)\s*([kmg]?)(?:i?b)?$/i.exec(text.trim());
-  if (!match) return undefined;
-  const bytes = Number(match[1]) * (SIZE_UNITS[(match[2] ?? '').toLowerCase()] ?? Number.NaN);
-  return Number.isSafeInteger(bytes) && bytes >= 4096 ? bytes : undefined;
 }
 
 /**
@@ -290,53 +287,6 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       return sandbox;
     },
   };
-}
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** The `installEnv` setting: a JSON object of variable names to string values. */
-function parseInstallEnv(text: string | undefined): Record<string, string> {
-  if (text === undefined) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    value = undefined;
-  }
-  const valid =
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    Object.entries(value).every(([name, v]) => ENV_NAME.test(name) && typeof v === 'string');
-  if (!valid) {
-    throw new UsageError(
-      'backend option installEnv must be a JSON object of variable names to strings; use --install-env KEY=value',
-    );
-  }
-  return { ...(value as Record<string, string>) };
-}
-
-/**
- * Mount grants must name an existing host path and an absolute place inside; `systemView` makes
- * room for a target the read-only system lacks. The sandbox's own /, /proc and /dev are refused.
- */
-export function checkMounts(mounts: readonly MountSpec[]): void {
-  for (const mount of mounts) {
-    if (!isAbsolute(mount.hostPath) || !isAbsolute(mount.sandboxPath)) {
-      throw new UsageError(`mount paths must be absolute: ${mount.hostPath} -> ${mount.sandboxPath}`);
-    }
-    if (!existsSync(mount.hostPath)) throw new UsageError(`mount source does not exist: ${mount.hostPath}`);
-    // Any absolute target works (see systemView), but not the sandbox's own /, /proc and /dev.
-    if (mount.sandboxPath === '/' || ['/proc', '/dev'].some((place) => isInside(mount.sandboxPath, place))) {
-      throw new UsageError(
-        `cannot mount at ${mount.sandboxPath}: the sandbox's /, /proc and /dev are its own; choose another path`,
-      );
-    }
-  }
-}
-
-export function parseGrants(allow: readonly string[] | undefined): NetGrant[] {
-  return (allow ?? []).map(parseGrant);
 }
 
 interface SandboxConfig {
@@ -1012,164 +962,5 @@ class LocalSandbox implements Sandbox {
     );
     removeStateDir(this.#config.stateDir, basename(this.#root), this.#rootId);
     this.#state?.release();
-  }
-}
-
-function proxyEnv(port: number): Record<string, string> {
-  const url = `http://127.0.0.1:${port}`;
-  return {
-    HTTP_PROXY: url,
-    HTTPS_PROXY: url,
-    http_proxy: url,
-    https_proxy: url,
-    NO_PROXY: 'localhost,127.0.0.1,::1',
-    no_proxy: 'localhost,127.0.0.1,::1',
-    NODE_USE_ENV_PROXY: '1',
-  };
-}
-
-/** The host pid of bwrap's child (the namespace's init), as soon as bwrap's info fd names it. */
-function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    let text = '';
-    const done = (pid: number | undefined) => {
-      stream.removeAllListeners('data');
-      stream.resume();
-      resolve(pid);
-    };
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk: string) => {
-      text += chunk;
-      const pid = /"child-pid"\s*:\s*(\d+)\s*[,}]/.exec(text)?.[1];
-      if (pid !== undefined) done(Number(pid));
-      else if (text.length > 64 * 1024) done(undefined);
-    });
-    stream.once('end', () => done(undefined));
-    stream.once('error', () => done(undefined));
-  });
-}
-
-function tryKill(pid: number, signal: KillSignal): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-/** True when `who` can read the path itself (and enter it, for a directory), whatever lies above. */
-function readableItself(path: string, who: { readonly uid: number }): boolean {
-  try {
-    const stat = statSync(path);
-    const bits = stat.isDirectory() ? 0o5 : 0o4;
-    const mode = stat.uid === who.uid ? (stat.mode >> 6) & 0o7 : stat.mode & 0o7;
-    return (mode & bits) === bits;
-  } catch {
-    return false;
-  }
-}
-
-/** True when `who` can search every directory on the way and read the target (group bits ignored). */
-function reachableBy(path: string, who: { readonly uid: number }): boolean {
-  const allows = (mode: number, owner: number, bits: number) =>
-    owner === who.uid ? (mode & (bits << 6)) !== 0 : (mode & bits) !== 0;
-  try {
-    let current = '';
-    for (const part of path.split('/').filter(Boolean).slice(0, -1)) {
-      current += `/${part}`;
-      const stat = statSync(current);
-      if (!allows(stat.mode, stat.uid, 0o1)) return false;
-    }
-    const stat = statSync(path);
-    return allows(stat.mode, stat.uid, 0o4);
-  } catch {
-    return false;
-  }
-}
-
-function readHardLimits(): Record<string, number | undefined> {
-  try {
-    const text = readFileSync('/proc/self/limits', 'utf8');
-    const hard = (label: string) => {
-      const line = text.split('\n').find((l) => l.startsWith(label));
-      const value = line?.slice(26).trim().split(/\s+/)[1];
-      return value === undefined || value === 'unlimited' ? undefined : Number(value);
-    };
-    return { nproc: hard('Max processes'), nofile: hard('Max open files'), data: hard('Max data size') };
-  } catch {
-    return {};
-  }
-}
-
-const OWNER_FILE = '.owner-pid';
-
-/** Opens a directory the host configured (the state dir), following it if it is a symlink. */
-function openDirPlain(path: string): number {
-  return openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);
-}
-
-/**
- * Removes private directories left by host processes that were killed before close(). The
- * state dir may be shared (the OS temp dir): only directories owned by this user and writable
- * by no one else are considered, their owner file is read without following links, and the
- * removal never follows a link the sandbox planted in the home it leaves behind.
- */
-function sweepAbandoned(stateDir: string): void {
-  let state: number;
-  try {
-    state = openDirPlain(stateDir);
-  } catch {
-    return;
-  }
-  try {
-    const parent: OpenDir = { fd: state, stat: fstatSync(state) };
-    const uid = process.getuid?.() ?? 0;
-    for (const name of readdirSync(`/proc/self/fd/${state}`)) {
-      if (!name.startsWith(STATE_PREFIX)) continue;
-      let dir: OpenDir | undefined;
-      try {
-        dir = openDirAt(parent, name);
-        if (!dir || dir.stat.uid !== uid || (dir.stat.mode & 0o022) !== 0) continue;
-        const text = readFileAt(dir, [OWNER_FILE], 32)?.toString('latin1') ?? '';
-        if (!/^[1-9]\d{0,9}$/.test(text)) continue;
-        if (isAlive(Number(text))) continue;
-        const id = { dev: dir.stat.dev, ino: dir.stat.ino };
-        closeDir(dir);
-        dir = undefined;
-        removeAt(parent, name, id, { last: OWNER_FILE });
-      } catch {
-        // not ours, or changed meanwhile: leave it
-      } finally {
-        closeDir(dir);
-      }
-    }
-  } finally {
-    closeSync(state);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Removes a sandbox's host directory: the one made at create (same inode), nothing it links to. */
-function removeStateDir(stateDir: string, name: string, id: { dev: number; ino: number }): void {
-  let state: number;
-  try {
-    state = openDirPlain(stateDir);
-  } catch {
-    return;
-  }
-  try {
-    removeAt(state, name, id, { last: OWNER_FILE });
-  } catch {
-    // left for the sweep of a later start
-  } finally {
-    closeSync(state);
   }
 }
