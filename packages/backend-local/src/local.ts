@@ -1,24 +1,14 @@
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import {
-  chmodSync,
-  chownSync,
-  closeSync,
-  fstatSync,
-  mkdirSync,
-  mkdtempSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, chownSync, closeSync, fstatSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, join } from 'node:path';
 import {
   armTtl,
   type BackendFactoryOptions,
   COPY_LIMITS,
   defaultPinLockFile,
   type ExecOptions,
-  type KillSignal,
   killAll,
   type Logger,
   type PrepareOptions,
@@ -31,7 +21,6 @@ import {
   type SandboxSpec,
   SPECIFICATION_VERSION,
   silentLogger,
-  UsageError,
 } from '@mcpsandbox/core';
 import {
   DenialReporter,
@@ -48,7 +37,6 @@ import {
   closeDir,
   commandBinds,
   copyIn,
-  dedupeBinds,
   defaultNpmCache,
   defaultStateRoot,
   endNamespace,
@@ -56,7 +44,6 @@ import {
   identifyInit,
   isHidden,
   isInside,
-  killInit,
   locateCommand,
   type NamespaceInit,
   type NpxCacheOptions,
@@ -76,30 +63,36 @@ import {
   unwritableMountWarnings,
   writeFileAt,
 } from '@mcpsandbox/host-side';
-import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
+import { adaptChild, type SpawnedProcess } from './child-process.js';
 import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install/launch.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
-import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
+import type { LocalSandboxInfo } from './probe.js';
+import { resolverArgs } from './relay/resolver-args.js';
 import { buildSeccompFilter } from './seccomp.js';
+import { probeOnce } from './session/probe-once.js';
 import {
   proxyEnv,
   reachableBy,
   readableItself,
   readHardLimits,
   readInfoPid,
-  tryKill,
 } from './session/process-helpers.js';
+import { lookInsideTarget, startBwrap } from './session/start-bwrap.js';
 import { OWNER_FILE, openDirPlain, removeStateDir, sweepAbandoned } from './session/state-dir.js';
 import {
   checkMounts,
   DEFAULT_MAX_PROCESSES,
   DEFAULT_SHM_SIZE,
   DEFAULT_TMP_SIZE,
-  parseByteSize,
+  numberSetting,
   parseGrants,
   parseInstallEnv,
+  sizeSetting,
 } from './settings.js';
+import { namespaceSignal } from './teardown/signal.js';
+import { bindArgsFor } from './view/bind-args.js';
+import { namespaceArgs } from './view/namespace-args.js';
 import { SANDBOX_TMP, sandboxPath, systemView } from './view/system-view.js';
 
 /** Where setup steps' `npm install -g` lands inside the sandbox (under the hidden, empty /run). */
@@ -168,52 +161,16 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
   const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
   for (const host of installHosts) parseGrant(host);
   const installEnv = options.installEnv ?? parseInstallEnv(settings.installEnv);
-  const settingSize = (key: string): number | undefined => {
-    const value = settings[key];
-    if (value === undefined) return undefined;
-    const bytes = parseByteSize(value);
-    if (bytes === undefined) {
-      throw new UsageError(
-        `backend option ${key} must be a size such as 64M or 1G (at least 4096 bytes), not "${value}"`,
-      );
-    }
-    return bytes;
-  };
-  const tmpSize = options.tmpSizeBytes ?? settingSize('tmpSize') ?? DEFAULT_TMP_SIZE;
-  const shmSize = options.shmSizeBytes ?? settingSize('shmSize') ?? DEFAULT_SHM_SIZE;
-  const settingNumber = (key: string): number | undefined => {
-    const value = settings[key];
-    if (value === undefined) return undefined;
-    const number = Number(value);
-    if (!Number.isSafeInteger(number) || number <= 0) {
-      throw new UsageError(`backend option ${key} must be a positive integer, not "${value}"`);
-    }
-    return number;
-  };
+  const tmpSize = options.tmpSizeBytes ?? sizeSetting(settings, 'tmpSize') ?? DEFAULT_TMP_SIZE;
+  const shmSize = options.shmSizeBytes ?? sizeSetting(settings, 'shmSize') ?? DEFAULT_SHM_SIZE;
   const tlsTrust =
     options.hostTlsTrust ?? !['off', 'false', '0', 'no'].includes(settings.hostTlsTrust ?? 'on');
   const trustNames = tlsTrust ? tlsTrustNames(hostEnv) : [];
   const trustNote = trustNames.length > 0 ? `; host TLS trust: ${trustNames.join(', ')}` : '';
   let info: LocalSandboxInfo | undefined;
-  let probing: Promise<LocalSandboxInfo> | undefined;
-  const probe = () => {
-    probing ??= (
-      options.probe?.() ??
-      probeLocalSandbox({
-        hostEnv,
-        ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
-      })
-    ).then((result) => {
-      info = result;
-      for (const warning of result.warnings) logger.warn(warning);
-      return result;
-    });
-    // A failed probe is retried on the next create: the user may have installed bwrap meanwhile.
-    probing.catch(() => {
-      probing = undefined;
-    });
-    return probing;
-  };
+  const probe = probeOnce(options, hostEnv, logger, (result) => {
+    info = result;
+  });
   return {
     specificationVersion: SPECIFICATION_VERSION,
     id: 'local',
@@ -231,7 +188,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const limits = planLimits(spec.limits, {
         prlimit: found.prlimitPath !== undefined,
         defaultMaxProcesses:
-          options.defaultMaxProcesses ?? settingNumber('maxProcesses') ?? DEFAULT_MAX_PROCESSES,
+          options.defaultMaxProcesses ?? numberSetting(settings, 'maxProcesses') ?? DEFAULT_MAX_PROCESSES,
         hardLimits: readHardLimits(),
       });
       for (const note of limits.notes) logger.warn(note);
@@ -332,6 +289,29 @@ interface EgressState {
   readonly names: SyntheticNames;
   readonly reporter: DenialReporter;
   readonly files: ReturnType<typeof writeResolverFiles>;
+}
+
+/** bwrap's info pipe (the namespace's init pid) and the pipe its seccomp filter is read from. */
+const INFO_FD = 3;
+const SECCOMP_FD = 4;
+
+/** What one command sees: built by #planView, turned into bwrap arguments and its environment. */
+interface ViewPlan {
+  readonly command: readonly string[];
+  readonly grants: readonly NetGrant[];
+  readonly networked: boolean;
+  /** Egress or denial hints: the outer network layer and the relay. */
+  readonly layered: boolean;
+  readonly install: boolean;
+  /** Install and setup steps get none of the spec's environment or mounts. */
+  readonly isolated: boolean;
+  readonly setupBind: readonly Bind[];
+  readonly mounted: readonly Bind[];
+  readonly binds: readonly Bind[];
+  readonly pathDirs: readonly string[];
+  readonly userBinds: readonly Bind[];
+  readonly trustEnv: Readonly<Record<string, string>>;
+  readonly lookInside: boolean;
 }
 
 interface Live {
@@ -584,6 +564,41 @@ class LocalSandbox implements Sandbox {
     extras: SpawnExtras,
   ): Promise<SpawnedProcess> {
     this.#assertOpen();
+    const { info } = this.#config;
+    const plan = this.#planView(requested, options, extras);
+    const env = this.#sandboxEnv(plan, options, extras);
+    const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
+    let ipcFd: number | undefined;
+    if (plan.layered) {
+      ipcFd = stdio.length;
+      stdio.push('ipc');
+    }
+    const staged: string[] = [];
+    const args = this.#bwrapArgs(plan, extras, staged);
+    const network = plan.layered ? this.#network(plan.grants, extras) : undefined;
+    if (network) args.push(...resolverArgs(this.#egressState().files, info));
+    args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
+    if (options.cwd) args.push('--chdir', options.cwd);
+    const target = plan.lookInside ? lookInsideTarget(plan.command) : plan.command;
+    args.push('--', ...this.#launcher(target));
+    // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
+    const bwrapArgv =
+      network && ipcFd !== undefined
+        ? [
+            info.bwrapPath,
+            ...outerBwrapArgs(),
+            '--',
+            ...this.#relayLauncher(network, ipcFd, [INFO_FD, SECCOMP_FD]),
+            info.bwrapPath,
+            ...args,
+          ]
+        : [info.bwrapPath, ...args];
+    const child = await startBwrap(info, bwrapArgv, staged, env, stdio);
+    return this.#watch(child, network);
+  }
+
+  /** What the command needs to start, and what of the host it sees. */
+  #planView(requested: readonly string[], options: ExecOptions, extras: SpawnExtras): ViewPlan {
     const { hostEnv, info, spec } = this.#config;
     const own =
       this.#config.autoMount && extras.install !== true
@@ -649,6 +664,30 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
+    const { userBinds, trustEnv } = this.#userBinds(isolated, bindable);
+    return {
+      command,
+      grants,
+      networked,
+      layered,
+      install,
+      isolated,
+      setupBind,
+      mounted,
+      binds,
+      pathDirs,
+      userBinds,
+      trustEnv,
+      lookInside,
+    };
+  }
+
+  /** The spec's mounts (copies for `copy` mounts) and the host's TLS trust the sandbox may see. */
+  #userBinds(
+    isolated: boolean,
+    bindable: (bind: Bind) => boolean,
+  ): { userBinds: Bind[]; trustEnv: Record<string, string> } {
+    const { spec } = this.#config;
     const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m, index): Bind => {
       if (m.mode !== 'copy') return { source: m.hostPath, dest: m.sandboxPath, mode: m.mode };
       // Never the original: a copy mount the host did not stage is an error, not a live bind.
@@ -665,6 +704,13 @@ class LocalSandbox implements Sandbox {
       trustEnv[entry.name] = entry.value;
     }
 
+    return { userBinds, trustEnv };
+  }
+
+  /** The sandbox's whole environment: the allowlist and what the view needs, nothing else. */
+  #sandboxEnv(plan: ViewPlan, options: ExecOptions, extras: SpawnExtras): Record<string, string> {
+    const { hostEnv, spec } = this.#config;
+    const { setupBind, pathDirs, trustEnv, isolated, networked } = plan;
     // `npm install -g` (a --setup step) installs into the setup prefix, whose bin/ comes first on
     // PATH. No directory of the home is on any PATH: a state home is what earlier servers wrote.
     const setupBin = setupBind.length > 0 ? [`${SETUP_PREFIX}/bin`] : [];
@@ -680,86 +726,35 @@ class LocalSandbox implements Sandbox {
     };
     if (networked) Object.assign(env, proxyEnv(SANDBOX_PROXY_PORT));
 
-    const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
-    const INFO_FD = 3;
-    const SECCOMP_FD = 4;
-    let ipcFd: number | undefined;
-    if (layered) {
-      ipcFd = stdio.length;
-      stdio.push('ipc');
-    }
-    const staged: string[] = [];
-    const bindArgs = (bind: Bind): string[] => {
-      const flag = bind.mode === 'rw' ? '--bind' : '--ro-bind';
-      // bwrap runs unprivileged: as root we run it as nobody, who must be able to reach the source.
-      if (!info.runAs || reachableBy(bind.source, info.runAs)) return [flag, bind.source, bind.dest];
-      // Behind a directory nobody may enter (root's home): bind it, as root, onto a place nobody
-      // can reach, in a mount namespace of its own that vanishes with the sandbox.
-      if (info.staging && readableItself(bind.source, info.runAs)) {
-        const stage = join(this.#root, 'binds', String(this.#staged++));
-        if (statSync(bind.source).isDirectory()) mkdirSync(stage, { recursive: true });
-        else {
-          mkdirSync(dirname(stage), { recursive: true });
-          writeFileSync(stage, '');
-        }
-        staged.push(bind.source, stage);
-        return [flag, stage, bind.dest];
-      }
-      throw new SandboxFailureError(
-        `cannot bind ${bind.source} into the sandbox: mcp-sandbox runs as root, so the sandbox runs as ` +
-          `uid ${info.runAs.uid}, which cannot read it. Make it readable (o+r, and o+x for directories) ` +
-          'or run mcp-sandbox as a normal user',
-        { code: 'E_BIND_UNREACHABLE' },
-      );
-    };
+    return env;
+  }
 
+  /** Namespaces, the read-only system, the home, /tmp and every bind. */
+  #bwrapArgs(plan: ViewPlan, extras: SpawnExtras, staged: string[]): string[] {
+    const nextStage = () => join(this.#root, 'binds', String(this.#staged++));
     // Mount targets missing from the system get a place to be made (see systemView).
     const view = systemView(
-      userBinds.map((bind) => bind.dest),
+      plan.userBinds.map((bind) => bind.dest),
       this.#roots,
     );
-    const args = [
-      '--unshare-user',
-      '--unshare-ipc',
-      '--unshare-pid',
-      // With egress the network namespace comes from the outer layer (network.ts).
-      ...(layered ? [] : ['--unshare-net']),
-      '--unshare-uts',
-      '--unshare-cgroup-try',
-      '--disable-userns',
-      '--die-with-parent',
-      '--new-session',
-      '--cap-drop',
-      'ALL',
-      '--hostname',
-      'mcp-sandbox',
-      ...view.args,
-      '--dev',
-      '/dev',
-      // bwrap's /dev is itself an uncapped tmpfs: read-only, with a capped /dev/shm on top.
-      '--remount-ro',
-      '/dev',
-      '--size',
-      String(this.#config.shmSize),
-      '--tmpfs',
-      '/dev/shm',
-      '--proc',
-      '/proc',
-    ];
-    const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
-    for (const root of tmpfsRoots) args.push('--tmpfs', root);
-    // /tmp lives in memory, capped, one per command (shared with its children): nothing of it
-    // reaches the host's disk or outlives the command's mount namespace.
-    args.push('--size', String(this.#config.tmpSize), '--tmpfs', SANDBOX_TMP);
-    if (install) args.push('--size', String(this.#config.tmpSize), '--tmpfs', this.#insideHome);
-    else args.push('--bind', extras.setup && this.#setup ? this.#setup.home : this.#home, this.#insideHome);
-    for (const bind of dedupeBinds([...binds, ...mounted])) args.push(...bindArgs(bind));
-    for (const bind of userBinds) args.push(...bindArgs(bind));
-    // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
-    for (const root of tmpfsRoots) args.push('--remount-ro', root);
-    for (const dir of view.readOnly) args.push('--remount-ro', dir);
-    // --- egress: the sandbox's own resolver files and, as in the outer layer, its own uid.
-    let network: SandboxNetwork | undefined;
+    const home = plan.install ? undefined : extras.setup && this.#setup ? this.#setup.home : this.#home;
+    return namespaceArgs({
+      layered: plan.layered,
+      view,
+      roots: this.#roots,
+      shmSize: this.#config.shmSize,
+      tmpSize: this.#config.tmpSize,
+      insideHome: this.#insideHome,
+      home,
+      binds: [...plan.binds, ...plan.mounted],
+      userBinds: plan.userBinds,
+      bindArgs: bindArgsFor(this.#config.info, nextStage, staged),
+    });
+  }
+
+  /** The host end of the sandbox's network: proxy, DNS and relay (network.ts). */
+  #network(grants: readonly NetGrant[], extras: SpawnExtras): SandboxNetwork {
+    const { spec } = this.#config;
     // An install step's own observer sees the proxy's decisions too.
     const installObserver = extras.onEvent;
     const onEvent = installObserver
@@ -768,84 +763,21 @@ class LocalSandbox implements Sandbox {
           installObserver(event);
         }
       : spec.onEvent;
-    if (layered) {
-      const egress = this.#egressState();
-      network = new SandboxNetwork({
-        grants,
-        names: egress.names,
-        reporter: egress.reporter,
-        proxyPort: SANDBOX_PROXY_PORT,
-        logger: this.#config.logger,
-        ...(onEvent ? { onEvent } : {}),
-        ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
-        ...(this.#config.dial ? { dial: this.#config.dial } : {}),
-      });
-      const { resolv, hosts, nsswitch } = egress.files;
-      args.push('--ro-bind', resolv, '/etc/resolv.conf', '--ro-bind', hosts, '/etc/hosts');
-      args.push('--ro-bind', nsswitch, '/etc/nsswitch.conf');
-      const uid = info.runAs?.uid ?? process.getuid?.() ?? 0;
-      const gid = info.runAs?.gid ?? process.getgid?.() ?? 0;
-      args.push('--uid', String(uid), '--gid', String(gid));
-    }
-    // --- end egress
-    args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
-    if (options.cwd) args.push('--chdir', options.cwd);
-    const target = lookInside
-      ? [
-          '/bin/sh',
-          '-c',
-          'command -v "$0" >/dev/null 2>&1 || { echo "mcp-sandbox: command not found: $0 (not on this machine, nor on the sandbox PATH)" >&2; exit 127; }; exec "$0" "$@"',
-          ...command,
-        ]
-      : command;
-    args.push('--', ...this.#launcher(target));
-    // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
-    const bwrapArgv =
-      network && ipcFd !== undefined
-        ? [
-            info.bwrapPath,
-            ...outerBwrapArgs(),
-            '--',
-            ...this.#relayLauncher(network, ipcFd, [INFO_FD, SECCOMP_FD]),
-            info.bwrapPath,
-            ...args,
-          ]
-        : [info.bwrapPath, ...args];
+    const egress = this.#egressState();
+    return new SandboxNetwork({
+      grants,
+      names: egress.names,
+      reporter: egress.reporter,
+      proxyPort: SANDBOX_PROXY_PORT,
+      logger: this.#config.logger,
+      ...(onEvent ? { onEvent } : {}),
+      ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
+      ...(this.#config.dial ? { dial: this.#config.dial } : {}),
+    });
+  }
 
-    let child: ChildProcess;
-    if (staged.length > 0 && info.runAs && info.staging) {
-      const { unshare, mount, setpriv } = info.staging;
-      const script = `while [ "$1" != -- ]; do "$0" --bind "$1" "$2" || exit 126; shift 2; done; shift; exec "$@"`;
-      const { uid, gid } = info.runAs;
-      child = await startChild(
-        unshare,
-        [
-          '--mount',
-          '--propagation',
-          'private',
-          '--',
-          '/bin/sh',
-          '-c',
-          script,
-          mount,
-          ...staged,
-          '--',
-          setpriv,
-          `--reuid=${uid}`,
-          `--regid=${gid}`,
-          '--clear-groups',
-          '--',
-          ...bwrapArgv,
-        ],
-        { env, stdio },
-      );
-    } else {
-      child = await startChild(bwrapArgv[0] as string, bwrapArgv.slice(1), {
-        env,
-        stdio,
-        ...(info.runAs ? { uid: info.runAs.uid, gid: info.runAs.gid } : {}),
-      });
-    }
+  /** The started bwrap as a process: its filter, its namespace's init, its network and its end. */
+  async #watch(child: ChildProcess, network: SandboxNetwork | undefined): Promise<SpawnedProcess> {
     const seccompPipe = child.stdio[SECCOMP_FD] as NodeJS.WritableStream;
     seccompPipe.on('error', () => {});
     seccompPipe.end(Buffer.from(this.#seccomp));
@@ -853,25 +785,7 @@ class LocalSandbox implements Sandbox {
     const nsInit = readInfoPid(child.stdio[INFO_FD] as NodeJS.ReadableStream);
     const init = nsInit.then((pid) => (pid === undefined ? undefined : identifyInit(pid)));
     this.#inits.push(init);
-    let exited = false;
-    child.once('exit', () => {
-      exited = true;
-    });
-    const signal = (sig: KillSignal) => {
-      if (exited) return;
-      if (sig === 'SIGKILL') {
-        // Killing the namespace's init makes the kernel kill everything inside; bwrap's own
-        // --die-with-parent is not trusted (code inside may have changed the init).
-        tryKill(child.pid as number, 'SIGKILL');
-        void init.then((found) => found && killInit(found));
-        return;
-      }
-      // The sandbox's session: its init ignores SIGTERM from outside, the command gets it.
-      void nsInit.then((pid) => {
-        if (pid !== undefined && !exited) tryKill(-pid, sig);
-      });
-    };
-    const proc = adaptChild(child, { signal });
+    const proc = adaptChild(child, { signal: namespaceSignal(child, nsInit, init) });
 
     if (network) {
       const active = network;

@@ -66,3 +66,27 @@ export function checkMounts(mounts: readonly MountSpec[]): void {
 export function parseGrants(allow: readonly string[] | undefined): NetGrant[] {
   return (allow ?? []).map(parseGrant);
 }
+
+/** A size setting (`tmpSize`, `shmSize`): undefined when absent, a usage error when malformed. */
+export function sizeSetting(settings: Readonly<Record<string, string>>, key: string): number | undefined {
+  const value = settings[key];
+  if (value === undefined) return undefined;
+  const bytes = parseByteSize(value);
+  if (bytes === undefined) {
+    throw new UsageError(
+      `backend option ${key} must be a size such as 64M or 1G (at least 4096 bytes), not "${value}"`,
+    );
+  }
+  return bytes;
+}
+
+/** A positive integer setting (`maxProcesses`). */
+export function numberSetting(settings: Readonly<Record<string, string>>, key: string): number | undefined {
+  const value = settings[key];
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isSafeInteger(number) || number <= 0) {
+    throw new UsageError(`backend option ${key} must be a positive integer, not "${value}"`);
+  }
+  return number;
+}
