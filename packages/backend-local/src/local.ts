@@ -66,8 +66,8 @@ import {
 import { adaptChild, type SpawnedProcess } from './child-process.js';
 import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install/launch.js';
 import { type LimitPlan, planLimits } from './limits.js';
-import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
 import type { LocalSandboxInfo } from './probe.js';
+import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './relay/network.js';
 import { resolverArgs } from './relay/resolver-args.js';
 import { buildSeccompFilter } from './seccomp.js';
 import { probeOnce } from './session/probe-once.js';
@@ -196,18 +196,13 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const home = hostEnv.HOME ?? homedir();
       const trust = tlsTrust ? planTlsTrust(hostEnv, hiddenRoots(home)) : undefined;
       for (const note of trust?.notes ?? []) logger.warn(note);
-      const npm: NpxCacheOptions = {
-        cacheRoot:
-          options.npmCacheDir ??
-          settings.npmCacheDir ??
-          defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
+      const npm = npmOptions(
+        options,
+        settings,
         hostEnv,
-        ...(installHosts.length > 0 ? { installHosts } : {}),
-        ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
-        ...((options.npmRegistry ?? settings.npmRegistry)
-          ? { registry: options.npmRegistry ?? settings.npmRegistry }
-          : {}),
-      };
+        defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
+        { installHosts, installEnv },
+      );
       const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
@@ -243,6 +238,25 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       }
       return sandbox;
     },
+  };
+}
+
+/** Where and how the npx install step installs: the cache, the registry, the install's own grants and env. */
+function npmOptions(
+  options: LocalBackendOptions,
+  settings: Readonly<Record<string, string>>,
+  hostEnv: Readonly<Record<string, string | undefined>>,
+  defaultCache: string,
+  install: { readonly installHosts: string[]; readonly installEnv: Record<string, string> },
+): NpxCacheOptions {
+  const { installHosts, installEnv } = install;
+  const registry = options.npmRegistry ?? settings.npmRegistry;
+  return {
+    cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultCache,
+    hostEnv,
+    ...(installHosts.length > 0 ? { installHosts } : {}),
+    ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
+    ...(registry ? { registry } : {}),
   };
 }
 
