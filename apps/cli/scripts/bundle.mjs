@@ -33,7 +33,15 @@ for (const name of readdirSafe(DIST))
   if (/\.(js|js\.map|d\.ts|d\.ts\.map)$/.test(name)) rmSync(join(DIST, name));
 
 const build = await rolldown({
-  input: { bin: join(APP, 'src', 'bin.ts') },
+  input: {
+    bin: join(APP, 'src', 'bin.ts'),
+    // backend-local starts its background install as `./install-worker.js` beside its own code.
+    'install-worker': join(
+      dirname(fileURLToPath(import.meta.resolve('@mcpsandbox/backend-local'))),
+      'install',
+      'install-worker.js',
+    ),
+  },
   platform: 'node',
   external,
   // Workspace packages resolve to their built dist through their `exports`, as npm would.

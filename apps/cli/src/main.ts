@@ -10,10 +10,10 @@ import {
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
 import { packageVersion } from './version.js';
 
-/** Named state lives where the local backend keeps it; the module loads only for `state`. */
+/** Named state lives where the OS backends keep it; the module loads only for `state`. */
 function localState(): StateStore {
   const open = async () => {
-    const local = await import('@mcpsandbox/backend-local');
+    const local = await import('@mcpsandbox/host-side');
     const root = local.defaultStateRoot(process.env, process.env.HOME ?? homedir(), process.getuid?.() === 0);
     return { local, root };
   };

@@ -1,33 +1,16 @@
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import {
-  chmodSync,
-  chownSync,
-  closeSync,
-  constants,
-  existsSync,
-  fstatSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, chownSync, closeSync, fstatSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { basename, dirname, isAbsolute, join } from 'node:path';
+import { basename, join } from 'node:path';
 import {
   armTtl,
   type BackendFactoryOptions,
   COPY_LIMITS,
   defaultPinLockFile,
   type ExecOptions,
-  type KillSignal,
   killAll,
   type Logger,
-  type MountSpec,
   type PrepareOptions,
   pinNpxSpec,
   type RegistryTrust,
@@ -38,45 +21,87 @@ import {
   type SandboxSpec,
   SPECIFICATION_VERSION,
   silentLogger,
-  UsageError,
 } from '@mcpsandbox/core';
-import { adaptChild, type SpawnedProcess, startChild } from './child-process.js';
-import { copyIn } from './copy-in.js';
-import { DenialReporter, SyntheticNames } from './egress.js';
-import { type NetGrant, parseGrant } from './grants.js';
-import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, writeFileAt } from './host-fs.js';
-import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install-worker.js';
-import { type LimitPlan, planLimits } from './limits.js';
-import { unwritableMountWarnings } from './mount-access.js';
-import { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
-import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './network.js';
-import { type NpxCacheOptions, prepareNpx, registryAccess } from './npx.js';
-import { ownFiles } from './own-files.js';
-import { type LocalSandboxInfo, probeLocalSandbox } from './probe.js';
-import type { Resolver } from './proxy.js';
-import { buildSeccompFilter } from './seccomp.js';
-import { checkStateName, defaultStateRoot, openState, type StateDirs } from './state.js';
-import { planTlsTrust, type TlsTrust, tlsTrustNames } from './tls-trust.js';
-import type { Dialer } from './transparent.js';
+import {
+  DenialReporter,
+  type Dialer,
+  type NetGrant,
+  parseGrant,
+  type Resolver,
+  SyntheticNames,
+} from '@mcpsandbox/egress';
 import {
   type Bind,
+  checkMountsSpareHostState,
+  checkStateName,
+  closeDir,
   commandBinds,
-  dedupeBinds,
+  copyIn,
+  defaultNpmCache,
+  defaultStateRoot,
+  endNamespace,
   hiddenRoots,
+  identifyInit,
   isHidden,
   isInside,
   locateCommand,
+  type NamespaceInit,
+  type NpxCacheOptions,
+  type OpenDir,
+  openDirAt,
+  openState,
+  ownFiles,
+  planTlsTrust,
+  prepareNpx,
+  realOrSelf,
+  registryAccess,
   SANDBOX_HOME,
-  SANDBOX_TMP,
-  sandboxPath,
-  systemView,
-} from './view.js';
+  STATE_PREFIX,
+  type StateDirs,
+  type TlsTrust,
+  tlsTrustNames,
+  unwritableMountWarnings,
+  writeFileAt,
+} from '@mcpsandbox/host-side';
+import { adaptChild, type SpawnedProcess } from './child-process.js';
+import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install/launch.js';
+import { type LimitPlan, planLimits } from './limits.js';
+import type { LocalSandboxInfo } from './probe.js';
+import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './relay/network.js';
+import { resolverArgs } from './relay/resolver-args.js';
+import { buildSeccompFilter } from './seccomp.js';
+import { probeOnce } from './session/probe-once.js';
+import {
+  proxyEnv,
+  reachableBy,
+  readableItself,
+  readHardLimits,
+  readInfoPid,
+} from './session/process-helpers.js';
+import { lookInsideTarget, startBwrap } from './session/start-bwrap.js';
+import { OWNER_FILE, openDirPlain, removeStateDir, sweepAbandoned } from './session/state-dir.js';
+import {
+  checkMounts,
+  DEFAULT_MAX_PROCESSES,
+  DEFAULT_SHM_SIZE,
+  DEFAULT_TMP_SIZE,
+  numberSetting,
+  parseGrants,
+  parseInstallEnv,
+  sizeSetting,
+} from './settings.js';
+import { namespaceSignal } from './teardown/signal.js';
+import { bindArgsFor } from './view/bind-args.js';
+import { namespaceArgs } from './view/namespace-args.js';
+import { SANDBOX_TMP, sandboxPath, systemView } from './view/system-view.js';
 
 /** Where setup steps' `npm install -g` lands inside the sandbox (under the hidden, empty /run). */
 export const SETUP_PREFIX = '/run/mcp-sandbox/setup';
 
 /** The loopback port inside the sandbox where its granted egress proxy listens. */
 export const SANDBOX_PROXY_PORT = 3128;
+
+export { DEFAULT_MAX_PROCESSES } from './settings.js';
 
 export interface LocalBackendOptions extends BackendFactoryOptions {
   /** Host directory for each sandbox's private home and tmp (default: the OS temp dir). */
@@ -118,21 +143,6 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly denialHints?: boolean;
 }
 
-export const DEFAULT_MAX_PROCESSES = 256;
-/** `/tmp` and `/dev/shm` are tmpfs (memory): these caps bound what a server can pin there. */
-export const DEFAULT_TMP_SIZE = 512 * 2 ** 20;
-export const DEFAULT_SHM_SIZE = 256 * 2 ** 20;
-
-const SIZE_UNITS: Record<string, number> = { '': 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30 };
-
-/** `1048576`, `64M`, `512MiB`, `1G`: binary units. Undefined for anything else. */
-export function parseByteSize(text: string): number | undefined {
-  const match = /^(\d+)\s*([kmg]?)(?:i?b)?$/i.exec(text.trim());
-  if (!match) return undefined;
-  const bytes = Number(match[1]) * (SIZE_UNITS[(match[2] ?? '').toLowerCase()] ?? Number.NaN);
-  return Number.isSafeInteger(bytes) && bytes >= 4096 ? bytes : undefined;
-}
-
 /**
  * The `local` backend: each process runs under bubblewrap in fresh user, mount, pid, ipc, uts
  * and network namespaces, with a read-only view of the system, a private home and tmp, a
@@ -151,52 +161,16 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
   const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
   for (const host of installHosts) parseGrant(host);
   const installEnv = options.installEnv ?? parseInstallEnv(settings.installEnv);
-  const settingSize = (key: string): number | undefined => {
-    const value = settings[key];
-    if (value === undefined) return undefined;
-    const bytes = parseByteSize(value);
-    if (bytes === undefined) {
-      throw new UsageError(
-        `backend option ${key} must be a size such as 64M or 1G (at least 4096 bytes), not "${value}"`,
-      );
-    }
-    return bytes;
-  };
-  const tmpSize = options.tmpSizeBytes ?? settingSize('tmpSize') ?? DEFAULT_TMP_SIZE;
-  const shmSize = options.shmSizeBytes ?? settingSize('shmSize') ?? DEFAULT_SHM_SIZE;
-  const settingNumber = (key: string): number | undefined => {
-    const value = settings[key];
-    if (value === undefined) return undefined;
-    const number = Number(value);
-    if (!Number.isSafeInteger(number) || number <= 0) {
-      throw new UsageError(`backend option ${key} must be a positive integer, not "${value}"`);
-    }
-    return number;
-  };
+  const tmpSize = options.tmpSizeBytes ?? sizeSetting(settings, 'tmpSize') ?? DEFAULT_TMP_SIZE;
+  const shmSize = options.shmSizeBytes ?? sizeSetting(settings, 'shmSize') ?? DEFAULT_SHM_SIZE;
   const tlsTrust =
     options.hostTlsTrust ?? !['off', 'false', '0', 'no'].includes(settings.hostTlsTrust ?? 'on');
   const trustNames = tlsTrust ? tlsTrustNames(hostEnv) : [];
   const trustNote = trustNames.length > 0 ? `; host TLS trust: ${trustNames.join(', ')}` : '';
   let info: LocalSandboxInfo | undefined;
-  let probing: Promise<LocalSandboxInfo> | undefined;
-  const probe = () => {
-    probing ??= (
-      options.probe?.() ??
-      probeLocalSandbox({
-        hostEnv,
-        ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
-      })
-    ).then((result) => {
-      info = result;
-      for (const warning of result.warnings) logger.warn(warning);
-      return result;
-    });
-    // A failed probe is retried on the next create: the user may have installed bwrap meanwhile.
-    probing.catch(() => {
-      probing = undefined;
-    });
-    return probing;
-  };
+  const probe = probeOnce(options, hostEnv, logger, (result) => {
+    info = result;
+  });
   return {
     specificationVersion: SPECIFICATION_VERSION,
     id: 'local',
@@ -214,7 +188,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const limits = planLimits(spec.limits, {
         prlimit: found.prlimitPath !== undefined,
         defaultMaxProcesses:
-          options.defaultMaxProcesses ?? settingNumber('maxProcesses') ?? DEFAULT_MAX_PROCESSES,
+          options.defaultMaxProcesses ?? numberSetting(settings, 'maxProcesses') ?? DEFAULT_MAX_PROCESSES,
         hardLimits: readHardLimits(),
       });
       for (const note of limits.notes) logger.warn(note);
@@ -222,18 +196,13 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const home = hostEnv.HOME ?? homedir();
       const trust = tlsTrust ? planTlsTrust(hostEnv, hiddenRoots(home)) : undefined;
       for (const note of trust?.notes ?? []) logger.warn(note);
-      const npm: NpxCacheOptions = {
-        cacheRoot:
-          options.npmCacheDir ??
-          settings.npmCacheDir ??
-          defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
+      const npm = npmOptions(
+        options,
+        settings,
         hostEnv,
-        ...(installHosts.length > 0 ? { installHosts } : {}),
-        ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
-        ...((options.npmRegistry ?? settings.npmRegistry)
-          ? { registry: options.npmRegistry ?? settings.npmRegistry }
-          : {}),
-      };
+        defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
+        { installHosts, installEnv },
+      );
       const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
@@ -272,101 +241,23 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
   };
 }
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** The `installEnv` setting: a JSON object of variable names to string values. */
-function parseInstallEnv(text: string | undefined): Record<string, string> {
-  if (text === undefined) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    value = undefined;
-  }
-  const valid =
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    Object.entries(value).every(([name, v]) => ENV_NAME.test(name) && typeof v === 'string');
-  if (!valid) {
-    throw new UsageError(
-      'backend option installEnv must be a JSON object of variable names to strings; use --install-env KEY=value',
-    );
-  }
-  return { ...(value as Record<string, string>) };
-}
-
-/**
- * `$XDG_CACHE_HOME/mcp-sandbox/npm`, or `~/.cache/…` (hidden from every sandbox). As root
- * without the tools to bind from root's 0700 home, the cache lives in /var/cache instead.
- */
-export function defaultNpmCache(
+/** Where and how the npx install step installs: the cache, the registry, the install's own grants and env. */
+function npmOptions(
+  options: LocalBackendOptions,
+  settings: Readonly<Record<string, string>>,
   hostEnv: Readonly<Record<string, string | undefined>>,
-  home: string,
-  runsAsOther: boolean,
-): string {
-  if (hostEnv.XDG_CACHE_HOME) return join(hostEnv.XDG_CACHE_HOME, 'mcp-sandbox', 'npm');
-  if (runsAsOther) return '/var/cache/mcp-sandbox/npm';
-  return join(home, '.cache', 'mcp-sandbox', 'npm');
-}
-
-/**
- * Mount grants must name an existing host path and an absolute place inside; `systemView` makes
- * room for a target the read-only system lacks. The sandbox's own /, /proc and /dev are refused.
- */
-export function checkMounts(mounts: readonly MountSpec[]): void {
-  for (const mount of mounts) {
-    if (!isAbsolute(mount.hostPath) || !isAbsolute(mount.sandboxPath)) {
-      throw new UsageError(`mount paths must be absolute: ${mount.hostPath} -> ${mount.sandboxPath}`);
-    }
-    if (!existsSync(mount.hostPath)) throw new UsageError(`mount source does not exist: ${mount.hostPath}`);
-    // Any absolute target works (see systemView), but not the sandbox's own /, /proc and /dev.
-    if (mount.sandboxPath === '/' || ['/proc', '/dev'].some((place) => isInside(mount.sandboxPath, place))) {
-      throw new UsageError(
-        `cannot mount at ${mount.sandboxPath}: the sandbox's /, /proc and /dev are its own; choose another path`,
-      );
-    }
-  }
-}
-
-/**
- * A writable mount must not reach the host's own bookkeeping: the sandboxes' state directories
- * (every sandbox's home) and the install cache hold what the host later reads, renames and
- * removes. Refused: a mount that contains either, or lies inside the cache or a state directory.
- */
-export function checkMountsSpareHostState(
-  mounts: readonly MountSpec[],
-  places: { readonly stateDir: string; readonly cacheRoot: string; readonly stateRoot?: string },
-): void {
-  const real = realOrSelf;
-  const stateDir = real(places.stateDir);
-  const cacheRoot = real(places.cacheRoot);
-  const stateRoot = places.stateRoot === undefined ? undefined : real(places.stateRoot);
-  for (const mount of mounts) {
-    if (mount.mode !== 'rw') continue;
-    const source = real(mount.hostPath);
-    const inState =
-      isInside(source, stateDir) &&
-      source.slice(stateDir.length).split('/').filter(Boolean)[0]?.startsWith(STATE_PREFIX) === true;
-    const what =
-      isInside(cacheRoot, source) || isInside(source, cacheRoot)
-        ? `the install cache (${cacheRoot})`
-        : isInside(stateDir, source) || inState
-          ? `the sandboxes' state directory (${stateDir})`
-          : stateRoot !== undefined && (isInside(stateRoot, source) || isInside(source, stateRoot))
-            ? `the servers' named state (${stateRoot})`
-            : undefined;
-    if (what) {
-      throw new UsageError(
-        `cannot mount ${mount.hostPath} read-write: it overlaps ${what}, which only mcp-sandbox may change; ` +
-          'mount it read-only or choose another directory',
-      );
-    }
-  }
-}
-
-export function parseGrants(allow: readonly string[] | undefined): NetGrant[] {
-  return (allow ?? []).map(parseGrant);
+  defaultCache: string,
+  install: { readonly installHosts: string[]; readonly installEnv: Record<string, string> },
+): NpxCacheOptions {
+  const { installHosts, installEnv } = install;
+  const registry = options.npmRegistry ?? settings.npmRegistry;
+  return {
+    cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultCache,
+    hostEnv,
+    ...(installHosts.length > 0 ? { installHosts } : {}),
+    ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
+    ...(registry ? { registry } : {}),
+  };
 }
 
 interface SandboxConfig {
@@ -412,6 +303,29 @@ interface EgressState {
   readonly names: SyntheticNames;
   readonly reporter: DenialReporter;
   readonly files: ReturnType<typeof writeResolverFiles>;
+}
+
+/** bwrap's info pipe (the namespace's init pid) and the pipe its seccomp filter is read from. */
+const INFO_FD = 3;
+const SECCOMP_FD = 4;
+
+/** What one command sees: built by #planView, turned into bwrap arguments and its environment. */
+interface ViewPlan {
+  readonly command: readonly string[];
+  readonly grants: readonly NetGrant[];
+  readonly networked: boolean;
+  /** Egress or denial hints: the outer network layer and the relay. */
+  readonly layered: boolean;
+  readonly install: boolean;
+  /** Install and setup steps get none of the spec's environment or mounts. */
+  readonly isolated: boolean;
+  readonly setupBind: readonly Bind[];
+  readonly mounted: readonly Bind[];
+  readonly binds: readonly Bind[];
+  readonly pathDirs: readonly string[];
+  readonly userBinds: readonly Bind[];
+  readonly trustEnv: Readonly<Record<string, string>>;
+  readonly lookInside: boolean;
 }
 
 interface Live {
@@ -664,6 +578,41 @@ class LocalSandbox implements Sandbox {
     extras: SpawnExtras,
   ): Promise<SpawnedProcess> {
     this.#assertOpen();
+    const { info } = this.#config;
+    const plan = this.#planView(requested, options, extras);
+    const env = this.#sandboxEnv(plan, options, extras);
+    const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
+    let ipcFd: number | undefined;
+    if (plan.layered) {
+      ipcFd = stdio.length;
+      stdio.push('ipc');
+    }
+    const staged: string[] = [];
+    const args = this.#bwrapArgs(plan, extras, staged);
+    const network = plan.layered ? this.#network(plan.grants, extras) : undefined;
+    if (network) args.push(...resolverArgs(this.#egressState().files, info));
+    args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
+    if (options.cwd) args.push('--chdir', options.cwd);
+    const target = plan.lookInside ? lookInsideTarget(plan.command) : plan.command;
+    args.push('--', ...this.#launcher(target));
+    // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
+    const bwrapArgv =
+      network && ipcFd !== undefined
+        ? [
+            info.bwrapPath,
+            ...outerBwrapArgs(),
+            '--',
+            ...this.#relayLauncher(network, ipcFd, [INFO_FD, SECCOMP_FD]),
+            info.bwrapPath,
+            ...args,
+          ]
+        : [info.bwrapPath, ...args];
+    const child = await startBwrap(info, bwrapArgv, staged, env, stdio);
+    return this.#watch(child, network);
+  }
+
+  /** What the command needs to start, and what of the host it sees. */
+  #planView(requested: readonly string[], options: ExecOptions, extras: SpawnExtras): ViewPlan {
     const { hostEnv, info, spec } = this.#config;
     const own =
       this.#config.autoMount && extras.install !== true
@@ -729,6 +678,30 @@ class LocalSandbox implements Sandbox {
       binds.push(...ownNode.binds);
       if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
     }
+    const { userBinds, trustEnv } = this.#userBinds(isolated, bindable);
+    return {
+      command,
+      grants,
+      networked,
+      layered,
+      install,
+      isolated,
+      setupBind,
+      mounted,
+      binds,
+      pathDirs,
+      userBinds,
+      trustEnv,
+      lookInside,
+    };
+  }
+
+  /** The spec's mounts (copies for `copy` mounts) and the host's TLS trust the sandbox may see. */
+  #userBinds(
+    isolated: boolean,
+    bindable: (bind: Bind) => boolean,
+  ): { userBinds: Bind[]; trustEnv: Record<string, string> } {
+    const { spec } = this.#config;
     const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m, index): Bind => {
       if (m.mode !== 'copy') return { source: m.hostPath, dest: m.sandboxPath, mode: m.mode };
       // Never the original: a copy mount the host did not stage is an error, not a live bind.
@@ -745,6 +718,13 @@ class LocalSandbox implements Sandbox {
       trustEnv[entry.name] = entry.value;
     }
 
+    return { userBinds, trustEnv };
+  }
+
+  /** The sandbox's whole environment: the allowlist and what the view needs, nothing else. */
+  #sandboxEnv(plan: ViewPlan, options: ExecOptions, extras: SpawnExtras): Record<string, string> {
+    const { hostEnv, spec } = this.#config;
+    const { setupBind, pathDirs, trustEnv, isolated, networked } = plan;
     // `npm install -g` (a --setup step) installs into the setup prefix, whose bin/ comes first on
     // PATH. No directory of the home is on any PATH: a state home is what earlier servers wrote.
     const setupBin = setupBind.length > 0 ? [`${SETUP_PREFIX}/bin`] : [];
@@ -760,86 +740,35 @@ class LocalSandbox implements Sandbox {
     };
     if (networked) Object.assign(env, proxyEnv(SANDBOX_PROXY_PORT));
 
-    const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
-    const INFO_FD = 3;
-    const SECCOMP_FD = 4;
-    let ipcFd: number | undefined;
-    if (layered) {
-      ipcFd = stdio.length;
-      stdio.push('ipc');
-    }
-    const staged: string[] = [];
-    const bindArgs = (bind: Bind): string[] => {
-      const flag = bind.mode === 'rw' ? '--bind' : '--ro-bind';
-      // bwrap runs unprivileged: as root we run it as nobody, who must be able to reach the source.
-      if (!info.runAs || reachableBy(bind.source, info.runAs)) return [flag, bind.source, bind.dest];
-      // Behind a directory nobody may enter (root's home): bind it, as root, onto a place nobody
-      // can reach, in a mount namespace of its own that vanishes with the sandbox.
-      if (info.staging && readableItself(bind.source, info.runAs)) {
-        const stage = join(this.#root, 'binds', String(this.#staged++));
-        if (statSync(bind.source).isDirectory()) mkdirSync(stage, { recursive: true });
-        else {
-          mkdirSync(dirname(stage), { recursive: true });
-          writeFileSync(stage, '');
-        }
-        staged.push(bind.source, stage);
-        return [flag, stage, bind.dest];
-      }
-      throw new SandboxFailureError(
-        `cannot bind ${bind.source} into the sandbox: mcp-sandbox runs as root, so the sandbox runs as ` +
-          `uid ${info.runAs.uid}, which cannot read it. Make it readable (o+r, and o+x for directories) ` +
-          'or run mcp-sandbox as a normal user',
-        { code: 'E_BIND_UNREACHABLE' },
-      );
-    };
+    return env;
+  }
 
+  /** Namespaces, the read-only system, the home, /tmp and every bind. */
+  #bwrapArgs(plan: ViewPlan, extras: SpawnExtras, staged: string[]): string[] {
+    const nextStage = () => join(this.#root, 'binds', String(this.#staged++));
     // Mount targets missing from the system get a place to be made (see systemView).
     const view = systemView(
-      userBinds.map((bind) => bind.dest),
+      plan.userBinds.map((bind) => bind.dest),
       this.#roots,
     );
-    const args = [
-      '--unshare-user',
-      '--unshare-ipc',
-      '--unshare-pid',
-      // With egress the network namespace comes from the outer layer (network.ts).
-      ...(layered ? [] : ['--unshare-net']),
-      '--unshare-uts',
-      '--unshare-cgroup-try',
-      '--disable-userns',
-      '--die-with-parent',
-      '--new-session',
-      '--cap-drop',
-      'ALL',
-      '--hostname',
-      'mcp-sandbox',
-      ...view.args,
-      '--dev',
-      '/dev',
-      // bwrap's /dev is itself an uncapped tmpfs: read-only, with a capped /dev/shm on top.
-      '--remount-ro',
-      '/dev',
-      '--size',
-      String(this.#config.shmSize),
-      '--tmpfs',
-      '/dev/shm',
-      '--proc',
-      '/proc',
-    ];
-    const tmpfsRoots = this.#roots.filter((root) => root !== SANDBOX_TMP);
-    for (const root of tmpfsRoots) args.push('--tmpfs', root);
-    // /tmp lives in memory, capped, one per command (shared with its children): nothing of it
-    // reaches the host's disk or outlives the command's mount namespace.
-    args.push('--size', String(this.#config.tmpSize), '--tmpfs', SANDBOX_TMP);
-    if (install) args.push('--size', String(this.#config.tmpSize), '--tmpfs', this.#insideHome);
-    else args.push('--bind', extras.setup && this.#setup ? this.#setup.home : this.#home, this.#insideHome);
-    for (const bind of dedupeBinds([...binds, ...mounted])) args.push(...bindArgs(bind));
-    for (const bind of userBinds) args.push(...bindArgs(bind));
-    // The hidden roots stay empty and read-only: the private home and tmp are the only writable places.
-    for (const root of tmpfsRoots) args.push('--remount-ro', root);
-    for (const dir of view.readOnly) args.push('--remount-ro', dir);
-    // --- egress: the sandbox's own resolver files and, as in the outer layer, its own uid.
-    let network: SandboxNetwork | undefined;
+    const home = plan.install ? undefined : extras.setup && this.#setup ? this.#setup.home : this.#home;
+    return namespaceArgs({
+      layered: plan.layered,
+      view,
+      roots: this.#roots,
+      shmSize: this.#config.shmSize,
+      tmpSize: this.#config.tmpSize,
+      insideHome: this.#insideHome,
+      home,
+      binds: [...plan.binds, ...plan.mounted],
+      userBinds: plan.userBinds,
+      bindArgs: bindArgsFor(this.#config.info, nextStage, staged),
+    });
+  }
+
+  /** The host end of the sandbox's network: proxy, DNS and relay (network.ts). */
+  #network(grants: readonly NetGrant[], extras: SpawnExtras): SandboxNetwork {
+    const { spec } = this.#config;
     // An install step's own observer sees the proxy's decisions too.
     const installObserver = extras.onEvent;
     const onEvent = installObserver
@@ -848,84 +777,21 @@ class LocalSandbox implements Sandbox {
           installObserver(event);
         }
       : spec.onEvent;
-    if (layered) {
-      const egress = this.#egressState();
-      network = new SandboxNetwork({
-        grants,
-        names: egress.names,
-        reporter: egress.reporter,
-        proxyPort: SANDBOX_PROXY_PORT,
-        logger: this.#config.logger,
-        ...(onEvent ? { onEvent } : {}),
-        ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
-        ...(this.#config.dial ? { dial: this.#config.dial } : {}),
-      });
-      const { resolv, hosts, nsswitch } = egress.files;
-      args.push('--ro-bind', resolv, '/etc/resolv.conf', '--ro-bind', hosts, '/etc/hosts');
-      args.push('--ro-bind', nsswitch, '/etc/nsswitch.conf');
-      const uid = info.runAs?.uid ?? process.getuid?.() ?? 0;
-      const gid = info.runAs?.gid ?? process.getgid?.() ?? 0;
-      args.push('--uid', String(uid), '--gid', String(gid));
-    }
-    // --- end egress
-    args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
-    if (options.cwd) args.push('--chdir', options.cwd);
-    const target = lookInside
-      ? [
-          '/bin/sh',
-          '-c',
-          'command -v "$0" >/dev/null 2>&1 || { echo "mcp-sandbox: command not found: $0 (not on this machine, nor on the sandbox PATH)" >&2; exit 127; }; exec "$0" "$@"',
-          ...command,
-        ]
-      : command;
-    args.push('--', ...this.#launcher(target));
-    // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
-    const bwrapArgv =
-      network && ipcFd !== undefined
-        ? [
-            info.bwrapPath,
-            ...outerBwrapArgs(),
-            '--',
-            ...this.#relayLauncher(network, ipcFd, [INFO_FD, SECCOMP_FD]),
-            info.bwrapPath,
-            ...args,
-          ]
-        : [info.bwrapPath, ...args];
+    const egress = this.#egressState();
+    return new SandboxNetwork({
+      grants,
+      names: egress.names,
+      reporter: egress.reporter,
+      proxyPort: SANDBOX_PROXY_PORT,
+      logger: this.#config.logger,
+      ...(onEvent ? { onEvent } : {}),
+      ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
+      ...(this.#config.dial ? { dial: this.#config.dial } : {}),
+    });
+  }
 
-    let child: ChildProcess;
-    if (staged.length > 0 && info.runAs && info.staging) {
-      const { unshare, mount, setpriv } = info.staging;
-      const script = `while [ "$1" != -- ]; do "$0" --bind "$1" "$2" || exit 126; shift 2; done; shift; exec "$@"`;
-      const { uid, gid } = info.runAs;
-      child = await startChild(
-        unshare,
-        [
-          '--mount',
-          '--propagation',
-          'private',
-          '--',
-          '/bin/sh',
-          '-c',
-          script,
-          mount,
-          ...staged,
-          '--',
-          setpriv,
-          `--reuid=${uid}`,
-          `--regid=${gid}`,
-          '--clear-groups',
-          '--',
-          ...bwrapArgv,
-        ],
-        { env, stdio },
-      );
-    } else {
-      child = await startChild(bwrapArgv[0] as string, bwrapArgv.slice(1), {
-        env,
-        stdio,
-        ...(info.runAs ? { uid: info.runAs.uid, gid: info.runAs.gid } : {}),
-      });
-    }
+  /** The started bwrap as a process: its filter, its namespace's init, its network and its end. */
+  async #watch(child: ChildProcess, network: SandboxNetwork | undefined): Promise<SpawnedProcess> {
     const seccompPipe = child.stdio[SECCOMP_FD] as NodeJS.WritableStream;
     seccompPipe.on('error', () => {});
     seccompPipe.end(Buffer.from(this.#seccomp));
@@ -933,25 +799,7 @@ class LocalSandbox implements Sandbox {
     const nsInit = readInfoPid(child.stdio[INFO_FD] as NodeJS.ReadableStream);
     const init = nsInit.then((pid) => (pid === undefined ? undefined : identifyInit(pid)));
     this.#inits.push(init);
-    let exited = false;
-    child.once('exit', () => {
-      exited = true;
-    });
-    const signal = (sig: KillSignal) => {
-      if (exited) return;
-      if (sig === 'SIGKILL') {
-        // Killing the namespace's init makes the kernel kill everything inside; bwrap's own
-        // --die-with-parent is not trusted (code inside may have changed the init).
-        tryKill(child.pid as number, 'SIGKILL');
-        void init.then((found) => found && killInit(found));
-        return;
-      }
-      // The sandbox's session: its init ignores SIGTERM from outside, the command gets it.
-      void nsInit.then((pid) => {
-        if (pid !== undefined && !exited) tryKill(-pid, sig);
-      });
-    };
-    const proc = adaptChild(child, { signal });
+    const proc = adaptChild(child, { signal: namespaceSignal(child, nsInit, init) });
 
     if (network) {
       const active = network;
@@ -1042,173 +890,5 @@ class LocalSandbox implements Sandbox {
     );
     removeStateDir(this.#config.stateDir, basename(this.#root), this.#rootId);
     this.#state?.release();
-  }
-}
-
-function proxyEnv(port: number): Record<string, string> {
-  const url = `http://127.0.0.1:${port}`;
-  return {
-    HTTP_PROXY: url,
-    HTTPS_PROXY: url,
-    http_proxy: url,
-    https_proxy: url,
-    NO_PROXY: 'localhost,127.0.0.1,::1',
-    no_proxy: 'localhost,127.0.0.1,::1',
-    NODE_USE_ENV_PROXY: '1',
-  };
-}
-
-/** The host pid of bwrap's child (the namespace's init), as soon as bwrap's info fd names it. */
-function readInfoPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    let text = '';
-    const done = (pid: number | undefined) => {
-      stream.removeAllListeners('data');
-      stream.resume();
-      resolve(pid);
-    };
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk: string) => {
-      text += chunk;
-      const pid = /"child-pid"\s*:\s*(\d+)\s*[,}]/.exec(text)?.[1];
-      if (pid !== undefined) done(Number(pid));
-      else if (text.length > 64 * 1024) done(undefined);
-    });
-    stream.once('end', () => done(undefined));
-    stream.once('error', () => done(undefined));
-  });
-}
-
-function tryKill(pid: number, signal: KillSignal): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-function realOrSelf(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path;
-  }
-}
-
-/** True when `who` can read the path itself (and enter it, for a directory), whatever lies above. */
-function readableItself(path: string, who: { readonly uid: number }): boolean {
-  try {
-    const stat = statSync(path);
-    const bits = stat.isDirectory() ? 0o5 : 0o4;
-    const mode = stat.uid === who.uid ? (stat.mode >> 6) & 0o7 : stat.mode & 0o7;
-    return (mode & bits) === bits;
-  } catch {
-    return false;
-  }
-}
-
-/** True when `who` can search every directory on the way and read the target (group bits ignored). */
-function reachableBy(path: string, who: { readonly uid: number }): boolean {
-  const allows = (mode: number, owner: number, bits: number) =>
-    owner === who.uid ? (mode & (bits << 6)) !== 0 : (mode & bits) !== 0;
-  try {
-    let current = '';
-    for (const part of path.split('/').filter(Boolean).slice(0, -1)) {
-      current += `/${part}`;
-      const stat = statSync(current);
-      if (!allows(stat.mode, stat.uid, 0o1)) return false;
-    }
-    const stat = statSync(path);
-    return allows(stat.mode, stat.uid, 0o4);
-  } catch {
-    return false;
-  }
-}
-
-function readHardLimits(): Record<string, number | undefined> {
-  try {
-    const text = readFileSync('/proc/self/limits', 'utf8');
-    const hard = (label: string) => {
-      const line = text.split('\n').find((l) => l.startsWith(label));
-      const value = line?.slice(26).trim().split(/\s+/)[1];
-      return value === undefined || value === 'unlimited' ? undefined : Number(value);
-    };
-    return { nproc: hard('Max processes'), nofile: hard('Max open files'), data: hard('Max data size') };
-  } catch {
-    return {};
-  }
-}
-
-const STATE_PREFIX = 'mcp-sandbox-';
-const OWNER_FILE = '.owner-pid';
-
-/** Opens a directory the host configured (the state dir), following it if it is a symlink. */
-function openDirPlain(path: string): number {
-  return openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);
-}
-
-/**
- * Removes private directories left by host processes that were killed before close(). The
- * state dir may be shared (the OS temp dir): only directories owned by this user and writable
- * by no one else are considered, their owner file is read without following links, and the
- * removal never follows a link the sandbox planted in the home it leaves behind.
- */
-function sweepAbandoned(stateDir: string): void {
-  let state: number;
-  try {
-    state = openDirPlain(stateDir);
-  } catch {
-    return;
-  }
-  try {
-    const parent: OpenDir = { fd: state, stat: fstatSync(state) };
-    const uid = process.getuid?.() ?? 0;
-    for (const name of readdirSync(`/proc/self/fd/${state}`)) {
-      if (!name.startsWith(STATE_PREFIX)) continue;
-      let dir: OpenDir | undefined;
-      try {
-        dir = openDirAt(parent, name);
-        if (!dir || dir.stat.uid !== uid || (dir.stat.mode & 0o022) !== 0) continue;
-        const text = readFileAt(dir, [OWNER_FILE], 32)?.toString('latin1') ?? '';
-        if (!/^[1-9]\d{0,9}$/.test(text)) continue;
-        if (isAlive(Number(text))) continue;
-        const id = { dev: dir.stat.dev, ino: dir.stat.ino };
-        closeDir(dir);
-        dir = undefined;
-        removeAt(parent, name, id, { last: OWNER_FILE });
-      } catch {
-        // not ours, or changed meanwhile: leave it
-      } finally {
-        closeDir(dir);
-      }
-    }
-  } finally {
-    closeSync(state);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Removes a sandbox's host directory: the one made at create (same inode), nothing it links to. */
-function removeStateDir(stateDir: string, name: string, id: { dev: number; ino: number }): void {
-  let state: number;
-  try {
-    state = openDirPlain(stateDir);
-  } catch {
-    return;
-  }
-  try {
-    removeAt(state, name, id, { last: OWNER_FILE });
-  } catch {
-    // left for the sweep of a later start
-  } finally {
-    closeSync(state);
   }
 }

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { delimiter } from 'node:path';
 import { BackendUnavailableError } from '@mcpsandbox/core';
+import { findOnPath } from '@mcpsandbox/host-side';
 import { isSeccompArch, type SeccompArch } from './seccomp.js';
 
 /** bubblewrap 0.8.0 added `--disable-userns`, which the sandbox relies on. */
@@ -177,20 +178,6 @@ export function compareVersions(a: string, b: string): number {
     if (diff !== 0) return diff;
   }
   return 0;
-}
-
-export function findOnPath(name: string, pathValue: string | undefined): string | undefined {
-  for (const dir of (pathValue ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
 }
 
 const STANDARD_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

@@ -20,8 +20,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cacheKey } from '@mcpsandbox/host-side';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cacheKey } from '../src/npx.js';
 import {
   type AttackConfig,
   BIN,

@@ -1,9 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import { type Host, parseHost, type SandboxEvent } from '@mcpsandbox/core';
+import { decide, parseGrant } from '@mcpsandbox/egress';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseGrant } from '../src/grants.js';
 import { createLocalBackend } from '../src/index.js';
-import { decide } from '../src/proxy.js';
 import { run } from './helpers.js';
 
 /** A host as the proxy's parsers hand it to `decide`. */

@@ -6,9 +6,10 @@ import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxEvent } from '@mcpsandbox/core';
+import { parseNpxCommand } from '@mcpsandbox/host-side';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLocalBackend, parseNpxCommand } from '../src/index.js';
+import { createLocalBackend } from '../src/index.js';
 import { SandboxProcessTransport } from './sdk-transport.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'mcpsandbox-npx-cache-'));

@@ -1,9 +1,9 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { planTlsTrust } from '@mcpsandbox/host-side';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalBackend } from '../src/index.js';
-import { planTlsTrust } from '../src/tls-trust.js';
 import { run } from './helpers.js';
 
 // Under /tmp, which every sandbox hides: only the trust bind can make the file visible.

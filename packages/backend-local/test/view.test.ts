@@ -1,9 +1,10 @@
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { commandBinds, dedupeBinds, hiddenRoots, isInside } from '@mcpsandbox/host-side';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalBackend } from '../src/index.js';
-import { commandBinds, dedupeBinds, hiddenRoots, isInside, sandboxPath } from '../src/view.js';
+import { sandboxPath } from '../src/view/system-view.js';
 import { run } from './helpers.js';
 
 // A fake host home next to this file, with a tool installed the way nvm installs node.

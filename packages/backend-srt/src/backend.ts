@@ -1,20 +1,20 @@
 import { homedir, tmpdir } from 'node:os';
 import {
+  type BackendFactoryOptions,
+  type SandboxBackend,
+  SPECIFICATION_VERSION,
+  silentLogger,
+} from '@mcpsandbox/core';
+import { parseGrant } from '@mcpsandbox/egress';
+import {
   checkMountsSpareHostState,
   checkStateName,
   defaultNpmCache,
   defaultStateRoot,
   type NpxCacheOptions,
   openState,
-  parseGrant,
   planTlsTrust,
-} from '@mcpsandbox/backend-local';
-import {
-  type BackendFactoryOptions,
-  type SandboxBackend,
-  SPECIFICATION_VERSION,
-  silentLogger,
-} from '@mcpsandbox/core';
+} from '@mcpsandbox/host-side';
 import { enforcedBy, SRT_VERSION, srtEngine } from './engine.js';
 import { checkPathMounts, srtPlatformOf, userDataRoots } from './policy.js';
 import { SrtSandbox } from './sandbox.js';

@@ -1,6 +1,6 @@
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
-import { DenialReporter, EgressProxy, type NetGrant } from '@mcpsandbox/backend-local';
 import { type Logger, type SandboxEvent, SandboxFailureError } from '@mcpsandbox/core';
+import { DenialReporter, EgressProxy, type NetGrant } from '@mcpsandbox/egress';
 
 /** Who the proxy serves now: one session's grants, its trace and its hints. */
 export interface EgressPolicy {

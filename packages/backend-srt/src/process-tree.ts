@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { identifyInit, type NamespaceInit } from '@mcpsandbox/backend-local';
+import { identifyInit, type NamespaceInit } from '@mcpsandbox/host-side';
 
 /** Parent of each live process, from /proc (Linux) or `ps` (macOS); empty when neither works. */
 function parents(): Map<number, number> {

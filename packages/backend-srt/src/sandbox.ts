@@ -2,20 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
-  type Bind,
-  commandBinds,
-  endNamespace,
-  isInside,
-  locateCommand,
-  type NamespaceInit,
-  type NetGrant,
-  type NpxCacheOptions,
-  ownFiles,
-  parseGrant,
-  prepareNpx,
-  type StateDirs,
-} from '@mcpsandbox/backend-local';
-import {
   adaptChildProcess,
   armTtl,
   type ChildSandboxProcess,
@@ -31,6 +17,19 @@ import {
   SandboxFailureError,
   type SandboxSpec,
 } from '@mcpsandbox/core';
+import { type NetGrant, parseGrant } from '@mcpsandbox/egress';
+import {
+  type Bind,
+  commandBinds,
+  endNamespace,
+  isInside,
+  locateCommand,
+  type NamespaceInit,
+  type NpxCacheOptions,
+  ownFiles,
+  prepareNpx,
+  type StateDirs,
+} from '@mcpsandbox/host-side';
 import type { SrtEngine } from './engine.js';
 import { launch } from './launch.js';
 import { userDataRoots } from './policy.js';

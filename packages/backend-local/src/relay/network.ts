@@ -2,18 +2,20 @@ import type { Socket as UdpSocket } from 'node:dgram';
 import type { Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import type { Logger, SandboxEvent } from '@mcpsandbox/core';
-import { DnsResponder } from './dns.js';
 import {
   type DenialReporter,
+  type Dialer,
+  DnsResponder,
+  EgressProxy,
+  type NetGrant,
   nameIsGranted,
+  type Resolver,
   SANDBOX_DNS_ADDRESS,
   type SyntheticNames,
+  TransparentEgress,
   transparentPorts,
-} from './egress.js';
-import type { NetGrant } from './grants.js';
-import { closeDir, openOwnedDir, writeFileAt } from './host-fs.js';
-import { EgressProxy, type Resolver } from './proxy.js';
-import { type Dialer, TransparentEgress } from './transparent.js';
+} from '@mcpsandbox/egress';
+import { closeDir, openOwnedDir, writeFileAt } from '@mcpsandbox/host-side';
 
 /** One socket the relay opens in the sandbox's network namespace and hands to the host. */
 export interface RelaySocket {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import type { ChildSandboxProcess as SpawnedProcess } from '@mcpsandbox/core';
 import {
   type Logger,
   type NetworkSpec,
@@ -11,7 +12,6 @@ import {
   SandboxFailureError,
   SetupFailedError,
 } from '@mcpsandbox/core';
-import type { SpawnedProcess } from './child-process.js';
 import {
   at,
   closeDir,
@@ -26,8 +26,8 @@ import {
   sealTree,
   writeFileAt,
 } from './host-fs.js';
+import type { StartedWorker } from './install-job.js';
 import { InstallReport } from './install-report.js';
-import type { StartedWorker } from './install-worker.js';
 import type { Bind } from './view.js';
 
 export const DEFAULT_NPM_REGISTRY = 'https://registry.npmjs.org/';

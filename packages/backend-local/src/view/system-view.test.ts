@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { systemView } from './view.js';
+import { systemView } from './system-view.js';
 
 describe('systemView', () => {
   it('is one read-only bind of / when every target exists or is hidden', () => {

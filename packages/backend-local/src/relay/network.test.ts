@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Server } from 'node:net';
+import { DenialReporter, parseGrant, SyntheticNames } from '@mcpsandbox/egress';
 import { describe, expect, it } from 'vitest';
-import { DenialReporter, SyntheticNames } from './egress.js';
-import { parseGrant } from './grants.js';
 import { relaySource, SandboxNetwork } from './network.js';
 
 /** Runs the relay on this host with `plan` and feeds what it sends to `network`. */

@@ -1,0 +1,78 @@
+/**
+ * Starts the background install worker (`install-worker.ts`, its own detached process) and reads
+ * its one-line result back. Kept apart from the worker, which loads the whole backend.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { InstallJob, InstallResult, StartedWorker } from '@mcpsandbox/host-side';
+
+/** How long a background install may take in all, whoever waits for it. */
+export const INSTALL_DEADLINE_MS = 10 * 60_000;
+const MAX_RESULT_BYTES = 64 * 1024;
+
+/** The worker's entry file; absent when running from source (tests), where installs stay in-process. */
+export function installWorkerPath(): string | undefined {
+  const path = fileURLToPath(new URL('./install-worker.js', import.meta.url));
+  return existsSync(path) ? path : undefined;
+}
+
+/** Starts the worker, detached from this process's session and lifetime. */
+export function startInstallWorker(
+  path: string,
+  job: InstallJob,
+  hostEnv: Readonly<Record<string, string | undefined>>,
+): StartedWorker {
+  const child = spawn(process.execPath, [path], {
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...hostEnv },
+  });
+  child.stdin.on('error', () => {});
+  child.stdin.end(JSON.stringify(job));
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    if (out.length < MAX_RESULT_BYTES) out += chunk.toString('utf8');
+  });
+  const result = new Promise<InstallResult>((resolve) => {
+    child.on('error', (error) =>
+      resolve({ ok: false, code: 'E_PREPARE', message: `could not start the install: ${error.message}` }),
+    );
+    child.on('close', (code, signal) => {
+      resolve(
+        parseResult(out) ?? {
+          ok: false,
+          code: 'E_PREPARE',
+          message: `the install process ended without a result (${code ?? signal})`,
+        },
+      );
+    });
+  });
+  return {
+    stderr: child.stderr,
+    result,
+    detach: () => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+      child.unref();
+    },
+  };
+}
+
+function parseResult(text: string): InstallResult | undefined {
+  try {
+    const value = JSON.parse(text.trim().split('\n').pop() ?? '') as Record<string, unknown>;
+    if (value.ok === true) return { ok: true };
+    if (value.ok === false && typeof value.message === 'string' && typeof value.code === 'string') {
+      return {
+        ok: false,
+        message: value.message,
+        code: value.code,
+        ...(typeof value.exitCode === 'number' ? { exitCode: value.exitCode } : {}),
+      };
+    }
+  } catch {
+    // not a result
+  }
+  return undefined;
+}

@@ -1,0 +1,70 @@
+/**
+ * The npx install of a first start, in a process of its own: started detached (its own session)
+ * by the start that needs it, so that a client that gives up (stdin EOF, SIGTERM, SIGKILL of
+ * the bridge) does not throw the install away. It runs the install step and nothing of the
+ * server, within a deadline, marks the cache entry complete (one rename, as in-process
+ * installs do) and exits; the next start finds the entry warm.
+ *
+ * Job on stdin (one JSON object: the values may be secrets, so never on the command line);
+ * result on stdout (one JSON line); npm's output on stderr.
+ */
+import { type Logger, SandboxError, silentLogger } from '@mcpsandbox/core';
+import type { InstallJob, InstallResult } from '@mcpsandbox/host-side';
+
+const MAX_JOB_BYTES = 1024 * 1024;
+
+async function readJob(): Promise<InstallJob> {
+  let text = '';
+  for await (const chunk of process.stdin) {
+    text += String(chunk);
+    if (text.length > MAX_JOB_BYTES) throw new Error('install job too large');
+  }
+  return JSON.parse(text) as InstallJob;
+}
+
+/** The worker itself: install, print the result, exit; never longer than the job's deadline. */
+export async function runInstallWorker(): Promise<void> {
+  // The start that asked may be gone: writing to its pipes must not end the install.
+  process.stdout.on('error', () => {});
+  process.stderr.on('error', () => {});
+  process.on('SIGHUP', () => {});
+  process.on('SIGPIPE', () => {});
+  const job = await readJob();
+  // Bounded whatever hangs: the sandbox's processes die with this one (--die-with-parent).
+  setTimeout(() => process.exit(124), job.deadlineMs + 15_000).unref();
+  const finish = (result: InstallResult) => {
+    process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(result.ok ? 0 : 1));
+  };
+  try {
+    const { createLocalBackend } = await import('../local.js');
+    const logger: Logger = { ...silentLogger, warn: () => {}, error: () => {} };
+    const backend = createLocalBackend({
+      hostEnv: process.env,
+      logger,
+      npmCacheDir: job.cacheRoot,
+      npmRegistry: job.registry,
+      installEnv: job.installEnv,
+      inlineInstall: true,
+      ...(job.runAsWhenRoot ? { runAsWhenRoot: job.runAsWhenRoot } : {}),
+      settings: job.installHosts.length > 0 ? { installAllowNet: job.installHosts.join(',') } : {},
+    });
+    const sandbox = await backend.create({ sessionId: 'install', env: {}, ttlMs: job.deadlineMs });
+    try {
+      await sandbox.prepare?.(['npx', '-y', job.spec], {
+        stderr: (chunk) => process.stderr.write(chunk),
+        signal: AbortSignal.timeout(job.deadlineMs),
+      });
+    } finally {
+      await sandbox.close();
+    }
+    finish({ ok: true });
+  } catch (error) {
+    const err = error as { message?: unknown; exitCode?: unknown };
+    finish({
+      ok: false,
+      message: typeof err.message === 'string' ? err.message : String(error),
+      code: error instanceof SandboxError ? error.code : 'E_PREPARE',
+      ...(typeof err.exitCode === 'number' ? { exitCode: err.exitCode } : {}),
+    });
+  }
+}

@@ -1,0 +1,12 @@
+export { addressRefusal, canonicalIp, hostAddresses } from './addresses.js';
+export { DnsResponder } from './dns.js';
+export {
+  DenialReporter,
+  nameIsGranted,
+  SANDBOX_DNS_ADDRESS,
+  SyntheticNames,
+  transparentPorts,
+} from './egress.js';
+export { type Decision, decide, matchGrant, type NetGrant, parseGrant, type Resolver } from './grants.js';
+export { EgressProxy, type EgressProxyOptions } from './proxy.js';
+export { type Dialer, TransparentEgress, type TransparentEgressOptions } from './transparent.js';

@@ -1,0 +1,26 @@
+/**
+ * What a background install is asked to do and what it answers: the npx install step hands a
+ * job to a backend's worker (its own process, detached) and reads the result back.
+ */
+export interface InstallJob {
+  /** The exact spec to install (already pinned by the start that asked). */
+  readonly spec: string;
+  readonly cacheRoot: string;
+  readonly registry: string;
+  readonly installHosts: readonly string[];
+  readonly installEnv: Readonly<Record<string, string>>;
+  readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
+  readonly deadlineMs: number;
+}
+
+export type InstallResult =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly message: string; readonly code: string; readonly exitCode?: number };
+
+export interface StartedWorker {
+  readonly stderr: AsyncIterable<Uint8Array>;
+  /** The result the worker printed, or a failure if it died without one. */
+  readonly result: Promise<InstallResult>;
+  /** Stop listening: the worker goes on alone, within its own deadline. */
+  detach(): void;
+}

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import * as api from '../src/index.js';
+
+describe('public exports', () => {
+  it('are exactly these', () => {
+    expect(Object.keys(api).sort()).toEqual([
+      'ALWAYS_HIDDEN',
+      'DEFAULT_NPM_REGISTRY',
+      'HostFsError',
+      'SANDBOX_HOME',
+      'SANDBOX_NPM_ROOT',
+      'STATE_PREFIX',
+      'StateInUseError',
+      'TLS_TRUST_VARIABLES',
+      'cacheKey',
+      'checkMountsSpareHostState',
+      'checkStateName',
+      'closeDir',
+      'commandBinds',
+      'copyIn',
+      'dedupeBinds',
+      'defaultNpmCache',
+      'defaultStateRoot',
+      'endNamespace',
+      'findOnPath',
+      'hiddenRoots',
+      'identifyInit',
+      'isHidden',
+      'isInside',
+      'killInit',
+      'listStates',
+      'locateCommand',
+      'openDirAt',
+      'openOwnedDir',
+      'openState',
+      'ownFiles',
+      'parseNpxCommand',
+      'planTlsTrust',
+      'prepareNpx',
+      'readFileAt',
+      'realOrSelf',
+      'registryAccess',
+      'removeAt',
+      'removeState',
+      'tlsTrustNames',
+      'unwritableMountWarnings',
+      'writeFileAt',
+    ]);
+  });
+});
