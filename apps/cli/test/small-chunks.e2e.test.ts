@@ -64,8 +64,9 @@ async function run(mode: 'bytes' | 'whole', count: number): Promise<Run> {
 }
 
 describe('a server writing one byte per write()', () => {
-  // Before PendingBytes: see the changeset's measurements; one object per chunk was over 100
-  // bytes of host memory per pending byte.
+  // Measured after: -4 bytes per extra pending byte (735 000 of 800 000 chunks one byte long).
+  // Before PendingBytes the bridge kept one object per chunk, over 100 bytes per byte; against that
+  // bridge, on a loaded machine, the 800 000-write line did not even arrive within 240 s.
   it('costs the bridge no more per pending byte than the same line written at once', {
     timeout: 900_000,
   }, async () => {
