@@ -1,12 +1,16 @@
+import { PendingBytes } from '@mcpsandbox/core';
+
 /**
- * A single-consumer async iterable of byte chunks with a high-water mark: `push` resolves once the
+ * A single-consumer async iterable of bytes with a high-water mark: `push` resolves once the
  * consumer has brought the buffer back under the mark, which the SDK awaits before reading the
- * next event, so a slow reader slows the stream instead of growing memory.
+ * next event, so a slow reader slows the stream instead of growing memory. The mark counts bytes,
+ * so small chunks are merged as they wait (`PendingBytes`): a million one-byte frames cost about a
+ * megabyte, not a million objects. Chunk boundaries are not kept; a chunk read at once stays as it
+ * came.
  */
 export class ByteQueue implements AsyncIterable<Uint8Array> {
-  readonly #chunks: Uint8Array[] = [];
+  readonly #pending = new PendingBytes();
   readonly #highWater: number;
-  #buffered = 0;
   #ended = false;
   #reader: (() => void) | undefined;
   #drained: (() => void)[] = [];
@@ -15,12 +19,17 @@ export class ByteQueue implements AsyncIterable<Uint8Array> {
     this.#highWater = highWaterBytes;
   }
 
+  /** Bytes waiting, and the objects holding them (for tests). */
+  get pending(): { readonly bytes: number; readonly parts: number } {
+    return { bytes: this.#pending.length, parts: this.#pending.parts };
+  }
+
+  /** Keeps `chunk` (a view of it, or a copy): the caller must not change it afterwards. */
   push(chunk: Uint8Array): Promise<void> {
     if (this.#ended || chunk.length === 0) return Promise.resolve();
-    this.#chunks.push(chunk);
-    this.#buffered += chunk.length;
+    this.#pending.append(chunk);
     this.#wake();
-    if (this.#buffered < this.#highWater) return Promise.resolve();
+    if (this.#pending.length < this.#highWater) return Promise.resolve();
     return new Promise((resolve) => this.#drained.push(resolve));
   }
 
@@ -45,10 +54,9 @@ export class ByteQueue implements AsyncIterable<Uint8Array> {
 
   async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
     for (;;) {
-      const chunk = this.#chunks.shift();
+      const chunk = this.#pending.shift();
       if (chunk) {
-        this.#buffered -= chunk.length;
-        if (this.#buffered < this.#highWater) this.#release();
+        if (this.#pending.length < this.#highWater) this.#release();
         yield chunk;
         continue;
       }

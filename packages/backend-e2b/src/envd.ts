@@ -1,6 +1,7 @@
-import { SandboxFailureError } from '@mcpsandbox/core';
+import { PendingBytes, SandboxFailureError } from '@mcpsandbox/core';
 import type { Sandbox as SdkSandbox } from 'e2b';
 import { E2B_ERROR_CODES, type E2BErrorCode } from './errors.js';
+import { FLAG_END_STREAM, readFrames } from './frames.js';
 import { oneLine } from './text.js';
 
 /**
@@ -29,9 +30,6 @@ const ENVD_OCTET_STREAM = '0.5.7';
 const ENVD_DEFAULT_USER = '0.4.0';
 /** The SDK's default user, named to envd older than {@link ENVD_DEFAULT_USER}. */
 const DEFAULT_USER = 'user';
-
-const FLAG_COMPRESSED = 0x01;
-const FLAG_END_STREAM = 0x02;
 
 /** Where envd is reached and the headers every call carries (routing, access token). */
 export interface EnvdEndpoint {
@@ -399,68 +397,6 @@ function envelope(json: string): Uint8Array {
   return Buffer.concat([head, payload]);
 }
 
-/**
- * Yields the frames of a Connect stream. The declared length is checked against the cap before
- * anything of the frame is kept, so a header claiming 4 GiB costs five bytes.
- */
-async function* readFrames(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  max: number,
-  protocol: (why: string) => Error,
-): AsyncGenerator<{ flags: number; payload: Uint8Array }> {
-  const pending: Buffer[] = [];
-  let buffered = 0;
-  const take = (n: number): Buffer => {
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const chunk = pending[0] as Buffer;
-      const part = Math.min(n - filled, chunk.length);
-      chunk.copy(out, filled, 0, part);
-      filled += part;
-      if (part === chunk.length) pending.shift();
-      else pending[0] = chunk.subarray(part);
-    }
-    buffered -= n;
-    return out;
-  };
-  let want = 5;
-  let header: { flags: number; length: number } | undefined;
-  for (;;) {
-    while (buffered >= want) {
-      if (!header) {
-        const head = take(5);
-        const flags = head.readUInt8(0);
-        const length = head.readUInt32BE(1);
-        if (flags & FLAG_COMPRESSED || flags & ~(FLAG_COMPRESSED | FLAG_END_STREAM)) {
-          throw protocol(`envd sent a frame with flags ${flags}, which this client never asked for`);
-        }
-        if (length > max) {
-          throw protocol(
-            `envd sent a frame of ${length} bytes, over the cap of ${max} (the backend option maxFrameBytes)`,
-          );
-        }
-        header = { flags, length };
-        want = length;
-        continue;
-      }
-      const payload = take(header.length);
-      const flags = header.flags;
-      header = undefined;
-      want = 5;
-      yield { flags, payload };
-      if (flags & FLAG_END_STREAM) return;
-    }
-    const next = await reader.read();
-    if (next.done) {
-      if (buffered > 0 || header) throw protocol('envd ended the stream inside a frame');
-      return;
-    }
-    pending.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
-    buffered += next.value.byteLength;
-  }
-}
-
 /** Reads a body up to `max` bytes; a longer one (declared or actual) is refused and dropped. */
 async function readCapped(
   response: Response,
@@ -472,16 +408,16 @@ async function readCapped(
   const reader = response.body.getReader();
   try {
     if (declared > max) throw protocol(`envd sent an answer of ${declared} bytes, over the cap of ${max}`);
-    const chunks: Uint8Array[] = [];
-    let size = 0;
+    const body = new PendingBytes();
     for (;;) {
       const next = await reader.read();
       if (next.done) break;
-      size += next.value.byteLength;
-      if (size > max) throw protocol(`envd sent an answer of more than ${max} bytes`);
-      chunks.push(next.value);
+      if (body.length + next.value.byteLength > max) {
+        throw protocol(`envd sent an answer of more than ${max} bytes`);
+      }
+      body.append(next.value);
     }
-    return Buffer.concat(chunks).toString();
+    return body.takeAll().toString();
   } catch (error) {
     await reader.cancel().catch(() => undefined);
     throw error;

@@ -1,4 +1,4 @@
-import { type ExitStatus, SandboxFailureError } from '@mcpsandbox/core';
+import { type ExitStatus, PendingBytes, SandboxFailureError } from '@mcpsandbox/core';
 import { type EnvdClient, EnvdError } from './envd.js';
 import { E2B_ERROR_CODES } from './errors.js';
 import { toExitStatus } from './exit-status.js';
@@ -42,8 +42,7 @@ export async function runHelper(
   options.signal?.addEventListener('abort', abort, { once: true });
   const timer = setTimeout(abort, options.timeoutMs + 5_000);
   const keep = options.keepStdout ?? 0;
-  const kept: Buffer[] = [];
-  let size = 0;
+  const kept = new PendingBytes();
   try {
     const events = envd.start(
       { cmd: '/bin/bash', args: ['--noprofile', '--norc', '-c', script, ...(options.args ?? [])], envs: {} },
@@ -54,13 +53,11 @@ export async function runHelper(
       else if (event.type === 'data') {
         if (event.stream === 'stderr') options.onStderr?.(event.data);
         else options.onStdout?.(event.data);
-        if (event.stream === 'stdout' && size < keep) {
-          const part = Buffer.from(event.data).subarray(0, keep - size);
-          kept.push(part);
-          size += part.length;
+        if (event.stream === 'stdout' && kept.length < keep) {
+          kept.append(Buffer.from(event.data).subarray(0, keep - kept.length));
         }
       } else if (event.type === 'end') {
-        return { status: toExitStatus(event), stdout: Buffer.concat(kept).toString() };
+        return { status: toExitStatus(event), stdout: kept.takeAll().toString() };
       }
     }
     throw new SandboxFailureError('a helper command in the E2B sandbox ended without an exit status', {

@@ -1,3 +1,4 @@
+import { PendingBytes } from '@mcpsandbox/core';
 import { rawJsonMember } from './json-id.js';
 import type { FakeProgram, FakeProgramContext } from './program.js';
 
@@ -235,30 +236,28 @@ class FakeMcpSession {
   }
 
   async #readLoop(): Promise<void> {
-    // Parts of a line not ended yet: joined once its newline arrives, so a long line that comes
-    // in many small chunks costs linear time. Whole lines are decoded, so a character split
-    // across chunks stays whole.
-    let parts: Uint8Array[] = [];
+    // A line not ended yet waits in PendingBytes (small chunks merged) and is joined once its
+    // newline arrives, so a long line that comes in many small chunks costs linear time and about
+    // its size in memory. Whole lines are decoded, so a character split across chunks stays whole.
+    const pending = new PendingBytes();
     for await (const chunk of this.#ctx.stdin) {
       let start = 0;
       let newline = chunk.indexOf(10);
       while (newline !== -1) {
-        parts.push(chunk.subarray(start, newline));
-        this.#line(parts);
-        parts = [];
+        this.#line(pending.takeAll(chunk.subarray(start, newline)));
         start = newline + 1;
         newline = chunk.indexOf(10, start);
       }
-      if (start < chunk.length) parts.push(chunk.subarray(start));
+      if (start < chunk.length) pending.append(chunk.subarray(start));
       // Bounded memory: while the client does not read our answers, stop reading its requests,
       // so backpressure reaches the client's writes as it would through a real server.
       if (this.#queued > MAX_QUEUED_LINES) await this.#out;
     }
-    this.#line(parts);
+    this.#line(pending.takeAll());
   }
 
-  #line(parts: Uint8Array[]): void {
-    let line = decoder.decode(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+  #line(bytes: Uint8Array): void {
+    let line = decoder.decode(bytes);
     if (line.endsWith('\r')) line = line.slice(0, -1);
     if (line.trim() !== '') this.#dispatch(line);
   }

@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import { SandboxError, UsageError } from './errors.js';
 import type { Logger } from './logger.js';
+import { PendingBytes } from './pending-bytes.js';
 
 /**
  * Pinned `npx -y` installs. A new version of a package people run with `npx -y` is how the
@@ -189,17 +190,16 @@ function getText(url: URL, accept: string, timeoutMs: number, trust: RegistryTru
           reject(new Error(`HTTP ${response.statusCode}`));
           return;
         }
-        const chunks: Buffer[] = [];
-        let size = 0;
+        // Merged as it arrives: a registry sending a byte per packet costs its bytes, not an object each.
+        const body = new PendingBytes();
         response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_PACKUMENT_BYTES) {
+          if (body.length + chunk.length > MAX_PACKUMENT_BYTES) {
             request.destroy(new Error('the answer is too large'));
             return;
           }
-          chunks.push(chunk);
+          body.append(chunk);
         });
-        response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        response.on('end', () => resolve(body.takeAll().toString('utf8')));
         response.on('error', reject);
       },
     );

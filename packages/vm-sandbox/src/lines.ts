@@ -1,15 +1,22 @@
+import { PendingBytes } from '@mcpsandbox/core';
+
 /**
- * Splits a byte stream into lines in linear time: chunks wait in a list and only the bytes of
- * each new chunk are searched for the newline. A line is decoded once it is complete, so a UTF-8
- * character split across chunks is whole.
+ * Splits a byte stream into lines in linear time: an unfinished line waits in `PendingBytes` (small
+ * chunks merged, so a line sent a byte at a time costs about its size, not an object per byte) and
+ * only the bytes of each new chunk are searched for the newline. A line is decoded once it is
+ * complete, so a UTF-8 character split across chunks is whole.
  */
 export class LineSplitter {
   readonly #maxLine: number;
-  #chunks: Buffer[] = [];
-  #size = 0;
+  readonly #pending = new PendingBytes();
 
   constructor(maxLine: number) {
     this.#maxLine = maxLine;
+  }
+
+  /** Bytes of the unfinished line held, and the objects holding them (for tests). */
+  get pending(): { readonly bytes: number; readonly parts: number } {
+    return { bytes: this.#pending.length, parts: this.#pending.parts };
   }
 
   /** Hands every complete line to `onLine`; false when the unfinished line passed `maxLine`. */
@@ -19,21 +26,12 @@ export class LineSplitter {
     let index = bytes.indexOf(10, start);
     while (index >= 0) {
       const piece = bytes.subarray(start, index);
-      if (this.#chunks.length === 0) onLine(piece.toString('utf8'));
-      else {
-        this.#chunks.push(piece);
-        const line = Buffer.concat(this.#chunks, this.#size + piece.length);
-        this.#chunks = [];
-        this.#size = 0;
-        onLine(line.toString('utf8'));
-      }
+      const line = this.#pending.length === 0 ? piece : this.#pending.takeAll(piece);
+      onLine(line.toString('utf8'));
       start = index + 1;
       index = bytes.indexOf(10, start);
     }
-    if (start < bytes.length) {
-      this.#chunks.push(bytes.subarray(start));
-      this.#size += bytes.length - start;
-    }
-    return this.#size <= this.#maxLine;
+    if (start < bytes.length) this.#pending.append(bytes.subarray(start));
+    return this.#pending.length <= this.#maxLine;
   }
 }
