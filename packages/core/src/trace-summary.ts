@@ -1,3 +1,4 @@
+import { type EgressStats, EgressTally } from './egress-summary.js';
 import { TRACE_VERSION } from './trace.js';
 
 /** One record of a trace, as read back. */
@@ -79,6 +80,10 @@ export interface SessionSummary {
   /** Server lines a tool policy dropped because clients could read them two ways, by reason. */
   dropped: Record<string, number>;
   pinDrift: Array<{ tool: string; change: string }>;
+  /** Egress per host (from the backend's `sandbox.proxy`, `sandbox.egress-*` records). */
+  egress: Record<string, EgressStats>;
+  /** Withheld host variables the server asked for (`env-hint` records), each once. */
+  envHints: string[];
   /** How it ended, or null when the trace has no session-end (still running, or killed). */
   end: {
     reason: string;
@@ -105,11 +110,13 @@ export function summarizeTrace(text: string): TraceSummary {
   let current: SessionSummary | undefined;
   let pending = new Map<string, Pending>();
   let latencies = new Map<string, number[]>();
+  let egress = new EgressTally();
   let firstT = 0;
 
   const finish = () => {
     if (!current) return;
     current.unanswered = pending.size;
+    current.egress = egress.result();
     for (const [tool, values] of latencies) {
       const stats = current.tools[tool];
       if (!stats) continue;
@@ -128,11 +135,13 @@ export function summarizeTrace(text: string): TraceSummary {
       current = emptySession(record);
       pending = new Map();
       latencies = new Map();
+      egress = new EgressTally();
       firstT = t;
       if (record.type === 'session-start') continue;
     }
     const session = current;
     session.durationMs = Math.round((t - firstT) * 1000) / 1000;
+    if (record.type.startsWith('sandbox.')) egress.add(record);
     switch (record.type) {
       case 'message': {
         const toServer = record.dir === 'client->server';
@@ -202,6 +211,15 @@ export function summarizeTrace(text: string): TraceSummary {
           rule: String(record.rule ?? record.reason),
         });
         break;
+      case 'env-hint':
+        // Read back from a file: only a variable name is kept, as the hint was built from one.
+        if (
+          typeof record.name === 'string' &&
+          ENV_NAME.test(record.name) &&
+          !session.envHints.includes(record.name)
+        )
+          session.envHints.push(record.name);
+        break;
       case 'pin-drift':
         session.pinDrift.push({ tool: String(record.tool), change: String(record.change) });
         break;
@@ -221,6 +239,8 @@ export function summarizeTrace(text: string): TraceSummary {
   finish();
   return { ...read, sessions };
 }
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** The id of a synthesized error is stored as its JSON text; messages store it parsed. */
 function normalizeId(idText: string): string {
@@ -253,6 +273,8 @@ function emptySession(start: TraceRecord): SessionSummary {
     policy: [],
     dropped: {},
     pinDrift: [],
+    egress: {},
+    envHints: [],
     end: null,
   };
 }

@@ -135,6 +135,22 @@ function formatSession(s: SessionSummary): string[] {
   for (const [reason, count] of Object.entries(s.dropped))
     lines.push(`policy: dropped ${count} server message(s): ${reason}`);
   for (const d of s.pinDrift) lines.push(`pin: ${d.tool} ${d.change} since pinned`);
+  lines.push(...formatEgress(s.egress));
+  for (const name of s.envHints)
+    lines.push(`env: the server asked for ${name}, which was withheld (pass it with --env ${name})`);
+  return lines;
+}
+
+/** `egress:` then one line per host: what the grants let through, refused, and what failed here. */
+function formatEgress(egress: SessionSummary['egress']): string[] {
+  const hosts = Object.entries(egress);
+  if (hosts.length === 0) return [];
+  const width = Math.max(...hosts.map(([host]) => host.length));
+  const lines = ['egress:'];
+  for (const [host, e] of hosts) {
+    const why = e.reasons.length > 0 ? ` (${e.reasons.join('; ')})` : '';
+    lines.push(`  ${host.padEnd(width)}  allowed ${e.allowed}, denied ${e.denied}, failed ${e.failed}${why}`);
+  }
   return lines;
 }
 
