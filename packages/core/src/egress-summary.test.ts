@@ -58,6 +58,8 @@ describe('EgressTally', () => {
       JSON.stringify({ v: 1, ts: '2026-01-01T00:00:00.000Z', t: seq, seq, type, ...fields });
     const text = `${[
       rec(0, 'session-start', { sessionId: 's1' }),
+      rec(1, 'sandbox.proxy', { decision: 'allow', host: 'registry.example', port: 443 }),
+      rec(1, 'process-start'),
       rec(1, 'sandbox.proxy', { decision: 'allow', host: 'a.example', port: 443 }),
       rec(2, 'env-hint', { name: 'BRAVE_API_KEY' }),
       rec(3, 'env-hint', { name: 'BAD\u001bNAME' }),
@@ -65,6 +67,9 @@ describe('EgressTally', () => {
     ].join('\n')}\n`;
     const [first, second] = summarizeTrace(text).sessions;
     expect(first?.egress).toEqual({ 'a.example': { allowed: 1, denied: 0, failed: 0, reasons: [] } });
+    expect(first?.setupEgress).toEqual({
+      'registry.example': { allowed: 1, denied: 0, failed: 0, reasons: [] },
+    });
     expect(first?.envHints).toEqual(['BRAVE_API_KEY']);
     expect(second?.egress).toEqual({});
     expect(second?.envHints).toEqual([]);

@@ -80,8 +80,10 @@ export interface SessionSummary {
   /** Server lines a tool policy dropped because clients could read them two ways, by reason. */
   dropped: Record<string, number>;
   pinDrift: Array<{ tool: string; change: string }>;
-  /** Egress per host (from the backend's `sandbox.proxy`, `sandbox.egress-*` records). */
+  /** The server's egress per host (from the backend's `sandbox.proxy`, `sandbox.egress-*` records). */
   egress: Record<string, EgressStats>;
+  /** Egress before the server started: the `npx` install step, setup steps. */
+  setupEgress: Record<string, EgressStats>;
   /** Withheld host variables the server asked for (`env-hint` records), each once. */
   envHints: string[];
   /** How it ended, or null when the trace has no session-end (still running, or killed). */
@@ -111,12 +113,15 @@ export function summarizeTrace(text: string): TraceSummary {
   let pending = new Map<string, Pending>();
   let latencies = new Map<string, number[]>();
   let egress = new EgressTally();
+  let setupEgress = new EgressTally();
+  let serverStarted = false;
   let firstT = 0;
 
   const finish = () => {
     if (!current) return;
     current.unanswered = pending.size;
     current.egress = egress.result();
+    current.setupEgress = setupEgress.result();
     for (const [tool, values] of latencies) {
       const stats = current.tools[tool];
       if (!stats) continue;
@@ -136,12 +141,15 @@ export function summarizeTrace(text: string): TraceSummary {
       pending = new Map();
       latencies = new Map();
       egress = new EgressTally();
+      setupEgress = new EgressTally();
+      serverStarted = false;
       firstT = t;
       if (record.type === 'session-start') continue;
     }
     const session = current;
     session.durationMs = Math.round((t - firstT) * 1000) / 1000;
-    if (record.type.startsWith('sandbox.')) egress.add(record);
+    if (record.type === 'process-start') serverStarted = true;
+    if (record.type.startsWith('sandbox.')) (serverStarted ? egress : setupEgress).add(record);
     switch (record.type) {
       case 'message': {
         const toServer = record.dir === 'client->server';
@@ -274,6 +282,7 @@ function emptySession(start: TraceRecord): SessionSummary {
     dropped: {},
     pinDrift: [],
     egress: {},
+    setupEgress: {},
     envHints: [],
     end: null,
   };
