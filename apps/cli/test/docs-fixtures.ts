@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -70,6 +70,28 @@ export const DOC_FIXTURES: Readonly<Record<string, Fixture>> = {
         await client.callTool({ name: 'echo', arguments: { message: 'hello' } });
       },
     );
+  },
+  /**
+   * egress.jsonl: a server (the project's own script) granted api.example.invalid fetches it; the
+   * name resolves nowhere, so the tool says `fetch failed` and the trace says why.
+   */
+  'trace-egress': async (ctx) => {
+    copyFileSync(new URL('./fixtures/fetch-server.mjs', import.meta.url), join(ctx.cwd, 'fetch-server.mjs'));
+    const args = [
+      '--allow-net',
+      'api.example.invalid',
+      '--trace',
+      'egress.jsonl',
+      '--',
+      'node',
+      join(ctx.cwd, 'fetch-server.mjs'),
+    ];
+    const result = await session(ctx, args, (client) =>
+      client.callTool({ name: 'fetch', arguments: { url: 'https://api.example.invalid/v1' } }),
+    );
+    if (!JSON.stringify(result).includes('fetch failed')) {
+      throw new Error(`a fetch of an unresolvable granted host did not fail: ${JSON.stringify(result)}`);
+    }
   },
   /** A server-memory session under --state memory stores an entity; a second session finds it. */
   'memory-session': async (ctx) => {

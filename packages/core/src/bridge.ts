@@ -2,6 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { ExitStatus, Sandbox, SandboxBackend, SandboxProcess, SandboxSpec } from './contract.js';
 import { type Deferred, deferred, within } from './deferred.js';
 import { createRedactor, type Redactor } from './env.js';
+import { WithheldEnvHints } from './env-hints.js';
 import { isSandboxError, SandboxError, SetupFailedError } from './errors.js';
 import { ExitCode, exitCodeOf, signalNumber } from './exit-codes.js';
 import { DEFAULT_MAX_LINE_BYTES, type FrameHandler, LineFramer, lineContent } from './framing.js';
@@ -47,6 +48,11 @@ export interface BridgeOptions {
   readonly spec: Omit<SandboxSpec, 'onEvent'>;
   /** Values redacted from the trace and from forwarded stderr. */
   readonly secrets?: readonly string[];
+  /**
+   * Host variables kept from the server, by name: when the server's stderr or an error it returns
+   * names one, stderr says which `--env` flag passes it.
+   */
+  readonly withheldEnv?: readonly string[];
   /** The client's side: what it sends. */
   readonly input: Readable;
   /** The client's side: protocol only. */
@@ -139,6 +145,7 @@ class Bridge {
    */
   readonly #descriptions = new Set<string>();
   readonly #policy: ToolPolicy | undefined;
+  readonly #hints: WithheldEnvHints | undefined;
   #inflightDrained: Deferred<void> | undefined;
   #dropped = 0;
   #sandbox: Sandbox | undefined;
@@ -158,6 +165,8 @@ class Bridge {
     this.#redact = createRedactor(options.secrets ?? []);
     this.#trace = options.trace;
     this.#policy = options.policy?.active ? options.policy : undefined;
+    const hints = new WithheldEnvHints(options.withheldEnv ?? [], options.logger, options.trace);
+    this.#hints = hints.active ? hints : undefined;
     this.done = this.#result.promise;
 
     const { backend, spec } = options;
@@ -234,7 +243,7 @@ class Bridge {
       return;
     }
     this.#serverOut = this.#pumpServerStdout(proc);
-    void this.#pumpStderr(proc.stderr);
+    void this.#pumpStderr(proc.stderr, this.#hints);
     this.#ready.resolve(proc);
     void proc.exit.then((status) => {
       this.#serverStatus = status;
@@ -389,7 +398,10 @@ class Bridge {
       info = inspectMessage(text);
     }
     if (this.#diverted(info, content, text)) return;
-    if (info.kind === 'response') this.#settle(info.idKey as string);
+    if (info.kind === 'response') {
+      this.#settle(info.idKey as string);
+      this.#hints?.response(info.value);
+    }
     const whole = line[line.length - 1] === 10 ? line : Buffer.concat([line, NEWLINE]);
     // Tracing always has the text (no fast path).
     if (this.#trace) this.#trace.message('server->client', text as string, whole.length, true);
@@ -442,6 +454,7 @@ class Bridge {
         forward = this.#filterTools(info, whole, 'description') ?? whole;
       }
       this.#settle(idKey);
+      this.#hints?.response(info.value);
     }
     if (this.#trace) {
       // A filtered list is traced as the client saw it.
@@ -592,16 +605,21 @@ class Bridge {
   /**
    * The server's stderr (and setup output) on the user's: control characters escaped, whether
    * stderr is a terminal or a log file a terminal shows later. The trace keeps the exact text.
+   * `hints` (the server's own stderr only) is shown each chunk after it went out.
    */
-  async #pumpStderr(stream: AsyncIterable<Uint8Array>): Promise<void> {
+  async #pumpStderr(stream: AsyncIterable<Uint8Array>, hints?: WithheldEnvHints): Promise<void> {
     const out = this.#o.errorOutput;
     const plain = !this.#trace && (this.#o.secrets ?? []).length === 0;
     try {
       if (plain) {
         const escaper = new ControlEscaper();
-        for await (const chunk of stream) await this.#writeStream(out, escaper.write(chunk));
+        for await (const chunk of stream) {
+          await this.#writeStream(out, escaper.write(chunk));
+          hints?.chunk(chunk);
+        }
         const rest = escaper.end();
         if (rest) await this.#writeStream(out, rest);
+        hints?.end();
         return;
       }
       const framer = new LineFramer({ maxLineBytes: 1024 * 1024 });
@@ -615,6 +633,7 @@ class Bridge {
           const text = line.endsWith('\n') ? line.slice(0, -1) : line;
           this.#trace?.event('stderr', { text });
           await this.#writeStream(out, `${escapeControls(text)}\n`);
+          hints?.line(text);
         }
         lines.length = 0;
       };
@@ -624,6 +643,7 @@ class Bridge {
       }
       framer.end(handler);
       await flush();
+      hints?.end();
     } catch (error) {
       this.#o.logger.debug(`stderr relay failed: ${(error as Error).message}`);
     }

@@ -39,6 +39,7 @@ export {
   type SpecificationVersion,
 } from './contract.js';
 export { formatDuration, parseDuration } from './duration.js';
+export type { EgressFailedEvent, EgressStats } from './egress-summary.js';
 export {
   createRedactor,
   type EnvAllowlist,

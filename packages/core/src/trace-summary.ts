@@ -1,3 +1,4 @@
+import { type EgressStats, EgressTally } from './egress-summary.js';
 import { TRACE_VERSION } from './trace.js';
 
 /** One record of a trace, as read back. */
@@ -79,6 +80,12 @@ export interface SessionSummary {
   /** Server lines a tool policy dropped because clients could read them two ways, by reason. */
   dropped: Record<string, number>;
   pinDrift: Array<{ tool: string; change: string }>;
+  /** The server's egress per host (from the backend's `sandbox.proxy`, `sandbox.egress-*` records). */
+  egress: Record<string, EgressStats>;
+  /** Egress before the server started: the `npx` install step, setup steps. */
+  setupEgress: Record<string, EgressStats>;
+  /** Withheld host variables the server asked for (`env-hint` records), each once. */
+  envHints: string[];
   /** How it ended, or null when the trace has no session-end (still running, or killed). */
   end: {
     reason: string;
@@ -105,11 +112,16 @@ export function summarizeTrace(text: string): TraceSummary {
   let current: SessionSummary | undefined;
   let pending = new Map<string, Pending>();
   let latencies = new Map<string, number[]>();
+  let egress = new EgressTally();
+  let setupEgress = new EgressTally();
+  let serverStarted = false;
   let firstT = 0;
 
   const finish = () => {
     if (!current) return;
     current.unanswered = pending.size;
+    current.egress = egress.result();
+    current.setupEgress = setupEgress.result();
     for (const [tool, values] of latencies) {
       const stats = current.tools[tool];
       if (!stats) continue;
@@ -128,11 +140,16 @@ export function summarizeTrace(text: string): TraceSummary {
       current = emptySession(record);
       pending = new Map();
       latencies = new Map();
+      egress = new EgressTally();
+      setupEgress = new EgressTally();
+      serverStarted = false;
       firstT = t;
       if (record.type === 'session-start') continue;
     }
     const session = current;
     session.durationMs = Math.round((t - firstT) * 1000) / 1000;
+    if (record.type === 'process-start') serverStarted = true;
+    if (record.type.startsWith('sandbox.')) (serverStarted ? egress : setupEgress).add(record);
     switch (record.type) {
       case 'message': {
         const toServer = record.dir === 'client->server';
@@ -202,6 +219,15 @@ export function summarizeTrace(text: string): TraceSummary {
           rule: String(record.rule ?? record.reason),
         });
         break;
+      case 'env-hint':
+        // Read back from a file: only a variable name is kept, as the hint was built from one.
+        if (
+          typeof record.name === 'string' &&
+          ENV_NAME.test(record.name) &&
+          !session.envHints.includes(record.name)
+        )
+          session.envHints.push(record.name);
+        break;
       case 'pin-drift':
         session.pinDrift.push({ tool: String(record.tool), change: String(record.change) });
         break;
@@ -221,6 +247,8 @@ export function summarizeTrace(text: string): TraceSummary {
   finish();
   return { ...read, sessions };
 }
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** The id of a synthesized error is stored as its JSON text; messages store it parsed. */
 function normalizeId(idText: string): string {
@@ -253,6 +281,9 @@ function emptySession(start: TraceRecord): SessionSummary {
     policy: [],
     dropped: {},
     pinDrift: [],
+    egress: {},
+    setupEgress: {},
+    envHints: [],
     end: null,
   };
 }

@@ -360,6 +360,7 @@ async function runAction(
       setup: plan.setup,
       spec: plan.spec,
       secrets: plan.allow.secrets,
+      withheldEnv: plan.allow.withheld,
       input: io.stdin,
       output: io.stdout,
       errorOutput: sandboxOutput(io.stderr),

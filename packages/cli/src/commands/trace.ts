@@ -135,6 +135,26 @@ function formatSession(s: SessionSummary): string[] {
   for (const [reason, count] of Object.entries(s.dropped))
     lines.push(`policy: dropped ${count} server message(s): ${reason}`);
   for (const d of s.pinDrift) lines.push(`pin: ${d.tool} ${d.change} since pinned`);
+  lines.push(...formatEgress('egress', s.egress));
+  // An install that went through is no news; one that was refused or failed explains a server that never started.
+  const troubled = Object.values(s.setupEgress).some((e) => e.denied + e.failed > 0);
+  if (troubled)
+    lines.push(...formatEgress('egress before the server started (install, setup)', s.setupEgress));
+  for (const name of s.envHints)
+    lines.push(`env: the server asked for ${name}, which was withheld (pass it with --env ${name})`);
+  return lines;
+}
+
+/** `egress:` then one line per host: what the grants let through, refused, and what failed here. */
+function formatEgress(title: string, egress: SessionSummary['egress']): string[] {
+  const hosts = Object.entries(egress);
+  if (hosts.length === 0) return [];
+  const width = Math.max(...hosts.map(([host]) => host.length));
+  const lines = [`${title}:`];
+  for (const [host, e] of hosts) {
+    const why = e.reasons.length > 0 ? ` (${e.reasons.join('; ')})` : '';
+    lines.push(`  ${host.padEnd(width)}  allowed ${e.allowed}, denied ${e.denied}, failed ${e.failed}${why}`);
+  }
   return lines;
 }
 
