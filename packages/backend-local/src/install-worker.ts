@@ -25,6 +25,10 @@ export interface InstallJob {
   readonly registry: string;
   readonly installHosts: readonly string[];
   readonly installEnv: Readonly<Record<string, string>>;
+  /** Whether the fetch may use the user's npm cache, and the places it must keep clear of. */
+  readonly userCache: boolean;
+  readonly stateDir: string;
+  readonly stateRoot?: string;
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   readonly deadlineMs: number;
 }
@@ -140,7 +144,12 @@ export async function runInstallWorker(): Promise<void> {
       installEnv: job.installEnv,
       inlineInstall: true,
       ...(job.runAsWhenRoot ? { runAsWhenRoot: job.runAsWhenRoot } : {}),
-      settings: job.installHosts.length > 0 ? { installAllowNet: job.installHosts.join(',') } : {},
+      stateDir: job.stateDir,
+      settings: {
+        ...(job.installHosts.length > 0 ? { installAllowNet: job.installHosts.join(',') } : {}),
+        ...(job.userCache ? {} : { npmUserCache: 'off' }),
+        ...(job.stateRoot ? { stateRoot: job.stateRoot } : {}),
+      },
     });
     const sandbox = await backend.create({ sessionId: 'install', env: {}, ttlMs: job.deadlineMs });
     try {

@@ -139,8 +139,8 @@ export function parseByteSize(text: string): number | undefined {
 export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBackend {
   const logger = options.logger ?? silentLogger;
   const hostEnv = options.hostEnv ?? process.env;
-  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, maxProcesses, tmpSize, shmSize,
-  // stateRoot; and from run's own flags: state (--state), autoMount (--no-auto-mount).
+  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, npmUserCache, maxProcesses,
+  // tmpSize, shmSize, stateRoot; and from run's own flags: state (--state), autoMount (--no-auto-mount).
   const settings = options.settings ?? {};
   const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
   const autoMount = settings.autoMount !== 'false';
@@ -219,7 +219,20 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const home = hostEnv.HOME ?? homedir();
       const trust = tlsTrust ? planTlsTrust(hostEnv, hiddenRoots(home)) : undefined;
       for (const note of trust?.notes ?? []) logger.warn(note);
+      const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
+      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       const npm: NpxCacheOptions = {
+        // The fetch half of an install may use the user's own npm cache (`npmUserCache=off`: never).
+        ...(settings.npmUserCache === 'off'
+          ? {}
+          : {
+              userCache: {
+                stateDir,
+                statePrefix: STATE_PREFIX,
+                stateRoot,
+                hidden: [home, ...hiddenRoots(home)],
+              },
+            }),
         cacheRoot:
           options.npmCacheDir ??
           settings.npmCacheDir ??
@@ -231,8 +244,6 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           ? { registry: options.npmRegistry ?? settings.npmRegistry }
           : {}),
       };
-      const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
-      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
       for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
@@ -550,6 +561,9 @@ class LocalSandbox implements Sandbox {
                   cacheRoot: npm.cacheRoot,
                   installHosts: npm.installHosts ?? [],
                   installEnv: npm.installEnv ?? {},
+                  userCache: npm.userCache !== undefined,
+                  stateDir: this.#config.stateDir,
+                  ...(npm.userCache?.stateRoot ? { stateRoot: npm.userCache.stateRoot } : {}),
                   deadlineMs: INSTALL_DEADLINE_MS,
                   ...(this.#config.runAsWhenRoot ? { runAsWhenRoot: this.#config.runAsWhenRoot } : {}),
                 },
