@@ -239,6 +239,8 @@ export async function prepareNpx(
       else {
         say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
         deps.onEvent?.({ type: 'prepare', cache: 'miss', spec, entry, network: [grant] });
+        // Checked here too, so that a fallback is said where the user sees it (not in the worker).
+        sharedCache(deps, npmConfig);
         installed = deps.background
           ? await installInBackground(root, key, spec, registry, options, deps.background)
           : await install(root, key, spec, registry, grant, npmConfig, options, deps);

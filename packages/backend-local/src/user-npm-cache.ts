@@ -49,9 +49,11 @@ function realOrSelf(path: string): string {
  * from every tree a sandbox can write or the host keeps its own state in. The reason of a
  * refusal names only what the user configured.
  */
-export function checkUserNpmCache(path: string | undefined, places: CachePlaces): CacheCheck {
+export function checkUserNpmCache(configured: string | undefined, places: CachePlaces): CacheCheck {
   const no = (reason: string): CacheCheck => ({ ok: false, reason });
-  if (path === undefined || path === '') return no('npm names no cache directory');
+  if (configured === undefined || configured === '') return no('npm names no cache directory');
+  // `~/.npm/` names the same directory as `~/.npm`; nothing else is rewritten.
+  const path = configured.length > 1 && configured.endsWith('/') ? configured.slice(0, -1) : configured;
   if (!isAbsolute(path) || normalize(path) !== path || path.length > 4096 || path.includes('\0')) {
     return no(`npm's cache path ${JSON.stringify(path)} is not a plain absolute path`);
   }
