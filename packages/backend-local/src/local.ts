@@ -152,8 +152,8 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
 export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBackend {
   const logger = options.logger ?? silentLogger;
   const hostEnv = options.hostEnv ?? process.env;
-  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, maxProcesses, tmpSize, shmSize,
-  // stateRoot; and from run's own flags: state (--state), autoMount (--no-auto-mount).
+  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, npmUserCache, maxProcesses,
+  // tmpSize, shmSize, stateRoot; and from run's own flags: state (--state), autoMount (--no-auto-mount).
   const settings = options.settings ?? {};
   const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
   const autoMount = settings.autoMount !== 'false';
@@ -196,15 +196,20 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const home = hostEnv.HOME ?? homedir();
       const trust = tlsTrust ? planTlsTrust(hostEnv, hiddenRoots(home)) : undefined;
       for (const note of trust?.notes ?? []) logger.warn(note);
+      const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
+      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
+      // The fetch half of an install may use the user's own npm cache (`npmUserCache=off`: never).
+      const userCache =
+        settings.npmUserCache === 'off'
+          ? undefined
+          : { stateDir, statePrefix: STATE_PREFIX, stateRoot, hidden: [home, ...hiddenRoots(home)] };
       const npm = npmOptions(
         options,
         settings,
         hostEnv,
         defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
-        { installHosts, installEnv },
+        { installHosts, installEnv, ...(userCache ? { userCache } : {}) },
       );
-      const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
-      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
       for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
@@ -247,9 +252,13 @@ function npmOptions(
   settings: Readonly<Record<string, string>>,
   hostEnv: Readonly<Record<string, string | undefined>>,
   defaultCache: string,
-  install: { readonly installHosts: string[]; readonly installEnv: Record<string, string> },
+  install: {
+    readonly installHosts: string[];
+    readonly installEnv: Record<string, string>;
+    readonly userCache?: NpxCacheOptions['userCache'];
+  },
 ): NpxCacheOptions {
-  const { installHosts, installEnv } = install;
+  const { installHosts, installEnv, userCache } = install;
   const registry = options.npmRegistry ?? settings.npmRegistry;
   return {
     cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultCache,
@@ -257,6 +266,7 @@ function npmOptions(
     ...(installHosts.length > 0 ? { installHosts } : {}),
     ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
     ...(registry ? { registry } : {}),
+    ...(userCache ? { userCache } : {}),
   };
 }
 
@@ -507,6 +517,9 @@ class LocalSandbox implements Sandbox {
                   cacheRoot: npm.cacheRoot,
                   installHosts: npm.installHosts ?? [],
                   installEnv: npm.installEnv ?? {},
+                  userCache: npm.userCache !== undefined,
+                  stateDir: this.#config.stateDir,
+                  ...(npm.userCache?.stateRoot ? { stateRoot: npm.userCache.stateRoot } : {}),
                   deadlineMs: INSTALL_DEADLINE_MS,
                   ...(this.#config.runAsWhenRoot ? { runAsWhenRoot: this.#config.runAsWhenRoot } : {}),
                 },

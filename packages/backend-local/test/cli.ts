@@ -65,6 +65,10 @@ export interface Registry {
   readonly beacons: Array<Record<string, unknown>>;
   /** How many times the package's tarball was served. */
   readonly tarballs: () => number;
+  /** How many times the package's document (packument) was asked for. */
+  readonly packuments: () => number;
+  /** From now on, answer 404 for the package, as a registry does for a private one to a stranger. */
+  hide(): void;
   close(): Promise<void>;
 }
 
@@ -80,6 +84,8 @@ export async function startRegistry(
 ): Promise<Registry> {
   const beacons: Array<Record<string, unknown>> = [];
   let tarballs = 0;
+  let packuments = 0;
+  let hidden = false;
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
   const url = `http://127.0.0.2:${(server.address() as { port: number }).port}/`;
@@ -117,7 +123,12 @@ export async function startRegistry(
         }
         response.end('ok');
       });
+    } else if (hidden && path.startsWith(`/${name}`)) {
+      if (path === `/${name}`) packuments++;
+      response.statusCode = 404;
+      response.end('{"error":"Not found"}');
     } else if (path === `/${name}`) {
+      packuments++;
       response.setHeader('content-type', 'application/json');
       response.end(JSON.stringify(packument));
     } else if (path === tarballPath) {
@@ -133,6 +144,10 @@ export async function startRegistry(
     url,
     beacons,
     tarballs: () => tarballs,
+    packuments: () => packuments,
+    hide: () => {
+      hidden = true;
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

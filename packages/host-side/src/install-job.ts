@@ -9,6 +9,10 @@ export interface InstallJob {
   readonly registry: string;
   readonly installHosts: readonly string[];
   readonly installEnv: Readonly<Record<string, string>>;
+  /** Whether the fetch may use the user's npm cache, and the places it must keep clear of. */
+  readonly userCache: boolean;
+  readonly stateDir: string;
+  readonly stateRoot?: string;
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   readonly deadlineMs: number;
 }

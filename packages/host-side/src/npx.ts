@@ -28,12 +28,20 @@ import {
 } from './host-fs.js';
 import type { StartedWorker } from './install-job.js';
 import { InstallReport } from './install-report.js';
+import {
+  type CachePlaces,
+  checkUserNpmCache,
+  defaultUserNpmCache,
+  type UserNpmCache,
+} from './user-npm-cache.js';
 import type { Bind } from './view.js';
 
 export const DEFAULT_NPM_REGISTRY = 'https://registry.npmjs.org/';
 
 /** Where installed packages appear inside the sandbox (under the hidden, empty /run). */
 export const SANDBOX_NPM_ROOT = '/run/mcp-sandbox/npm';
+/** Where the user's npm cache appears to the fetch step (and to no other step). */
+export const SANDBOX_NPM_CACHE = '/run/mcp-sandbox/npm-cache';
 
 export interface NpxCacheOptions {
   /** Host directory of the persistent cache, one entry per registry and package spec. */
@@ -47,6 +55,11 @@ export interface NpxCacheOptions {
   readonly logDir?: string;
   /** `--install-env`: variables the install step (only) gets, never the server. */
   readonly installEnv?: Readonly<Record<string, string>>;
+  /**
+   * Let the fetch half of an install use the user's own npm cache (see user-npm-cache.ts),
+   * kept clear of these places; absent: every install downloads into a private cache.
+   */
+  readonly userCache?: Omit<CachePlaces, 'ownerUid' | 'installCacheRoot'>;
 }
 
 export interface NpxCommand {
@@ -226,6 +239,8 @@ export async function prepareNpx(
       else {
         say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
         deps.onEvent?.({ type: 'prepare', cache: 'miss', spec, entry, network: [grant] });
+        // Checked here too, so that a fallback is said where the user sees it (not in the worker).
+        sharedCache(deps, npmConfig);
         installed = deps.background
           ? await installInBackground(root, key, spec, registry, options, deps.background)
           : await install(root, key, spec, registry, grant, npmConfig, options, deps);
@@ -272,54 +287,29 @@ async function install(
     prefix = openDirAt(staging, PREFIX);
     if (!prefix) throw new HostFsError('the install prefix vanished');
     if (deps.runAs) fchownSync(prefix.fd, deps.runAs.uid, deps.runAs.gid);
-    const argv = [
-      'npm',
-      'install',
-      '--prefix',
-      inside,
-      '--registry',
-      registry,
-      '--no-audit',
-      '--no-fund',
-      '--no-update-notifier',
-      '--loglevel',
-      'warn',
-      '--fetch-retries',
-      '1',
-      ...(npmConfig.strictSsl ? [] : ['--strict-ssl', 'false']),
-      ...(npmConfig.cafile ? ['--cafile', npmConfig.cafile] : []),
-      spec,
-    ];
+    const steps = installSteps(inside, spec, registry, npmConfig, sharedCache(deps, npmConfig));
     // --prefix moves npm's global config out of sight: carry the host's CA trust over explicitly.
     const extraCa = deps.cache.hostEnv.NODE_EXTRA_CA_CERTS;
-    // The only writable bind: this install's own prefix. bwrap resolves the path, whose every
-    // component the host created and only the host can change (the root, the staging dir, pkg).
-    const binds: Bind[] = [{ source: join(cacheRoot, stagingName, PREFIX), dest: inside, mode: 'rw' }];
+    // Writable: this install's own prefix, and for the fetch alone the user's npm cache. bwrap
+    // resolves the prefix path, whose every component the host created and only the host can
+    // change (the root, the staging dir, pkg); the cache path was checked just now.
+    const prefixBind: Bind = { source: join(cacheRoot, stagingName, PREFIX), dest: inside, mode: 'rw' };
+    const trust: Bind[] = [];
     for (const file of [npmConfig.cafile, extraCa]) {
-      if (file?.startsWith('/')) binds.push({ source: file, dest: file, mode: 'ro' });
+      if (file?.startsWith('/')) trust.push({ source: file, dest: file, mode: 'ro' });
     }
     const env: Record<string, string> = {
       ...deps.cache.installEnv,
       ...(extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {}),
     };
     const report = new InstallReport();
-    const extra = deps.cache.installHosts ?? [];
-    const proc = await deps.install(argv, binds, { allow: [grant, ...extra] }, env, (event) =>
-      report.event(event),
-    );
-    void proc.closeStdin();
-    const forward = async (stream: AsyncIterable<Uint8Array>) => {
-      for await (const chunk of stream) {
-        options.stderr(chunk);
-        report.output(chunk);
-      }
-    };
-    const abort = () => void proc.kill('SIGKILL');
-    options.signal?.addEventListener('abort', abort, { once: true });
-    const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
-    options.signal?.removeEventListener('abort', abort);
-    options.signal?.throwIfAborted();
-    if (status.code !== 0) throw installFailure(spec, grant, status, report, deps.cache);
+    for (const step of steps) {
+      const binds = [prefixBind, ...trust, ...(step.cache ? [step.cache] : [])];
+      // The fetch reaches the registry only; the scripts as today's install scripts do.
+      const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
+      const status = await runStep(step.argv, binds, { allow: hosts }, env, report, options, deps);
+      if (status.code !== 0) throw installFailure(spec, grant, status, report, deps.cache);
+    }
     // Take the tree over before reading it: as root it becomes ours, so no process of the
     // sandbox's uid can change it any more; in every case setuid bits and g/o write go.
     sealTree(prefix, {
@@ -352,6 +342,113 @@ async function install(
   } finally {
     closeDir(prefix);
     closeDir(staging);
+  }
+}
+
+interface InstallStep {
+  readonly argv: readonly string[];
+  /** The user's npm cache, bound read-write for this step. */
+  readonly cache?: Bind;
+  /** Runs the packages' own code (lifecycle scripts). */
+  readonly scripts: boolean;
+}
+
+/**
+ * An install in two halves that never share a writable place but the prefix. The fetch is
+ * npm's own code alone (`--ignore-scripts`, no git): with the user's cache it first resolves
+ * the tree against the registry (`--prefer-online`, no credentials: a private package the
+ * cache holds is not installed unless the registry serves it to anyone), then installs that
+ * lock taking tarballs from the cache by integrity (`--prefer-offline`). The scripts half is
+ * `npm rebuild`: the lifecycle scripts in dependency order and the bin links, with the cache
+ * not mounted, so nothing a script writes reaches a later install or a direct npx.
+ */
+function installSteps(
+  inside: string,
+  spec: string,
+  registry: string,
+  npmConfig: HostNpmConfig,
+  cache: UserNpmCache | undefined,
+): InstallStep[] {
+  const common = [
+    '--prefix',
+    inside,
+    '--registry',
+    registry,
+    '--no-audit',
+    '--no-fund',
+    '--no-update-notifier',
+    '--loglevel',
+    'warn',
+    '--fetch-retries',
+    '1',
+    ...(npmConfig.strictSsl ? [] : ['--strict-ssl', 'false']),
+    ...(npmConfig.cafile ? ['--cafile', npmConfig.cafile] : []),
+  ];
+  // A git dependency would run its `prepare` during the fetch: no git at all there.
+  const fetchOnly = ['--ignore-scripts', '--git', '/bin/false'];
+  const scripts: InstallStep = { argv: ['npm', 'rebuild', ...common], scripts: true };
+  if (!cache) {
+    return [{ argv: ['npm', 'install', ...common, ...fetchOnly, spec], scripts: false }, scripts];
+  }
+  const bind: Bind = { source: cache.path, dest: SANDBOX_NPM_CACHE, mode: 'rw' };
+  const shared = [...fetchOnly, '--cache', SANDBOX_NPM_CACHE];
+  return [
+    {
+      argv: ['npm', 'install', ...common, ...shared, '--prefer-online', '--package-lock-only', spec],
+      cache: bind,
+      scripts: false,
+    },
+    { argv: ['npm', 'ci', ...common, ...shared, '--prefer-offline'], cache: bind, scripts: false },
+    scripts,
+  ];
+}
+
+/** Reasons already told: the fallback to a private cache is said once per process. */
+const toldNoCache = new Set<string>();
+
+/** The user's npm cache for the fetch, when it validates (see user-npm-cache.ts); else said once. */
+function sharedCache(deps: NpxDeps, npmConfig: HostNpmConfig): UserNpmCache | undefined {
+  const places = deps.cache.userCache;
+  if (!places) return undefined;
+  const check = checkUserNpmCache(npmConfig.cache, {
+    ...places,
+    ownerUid: deps.runAs?.uid ?? process.getuid?.() ?? 0,
+    installCacheRoot: deps.cache.cacheRoot,
+  });
+  if (check.ok) return check.cache;
+  if (!toldNoCache.has(check.reason)) {
+    toldNoCache.add(check.reason);
+    deps.logger.info(`${check.reason}: installs download into a private cache instead`);
+  }
+  return undefined;
+}
+
+/** One install step in the sandbox: its output shown and kept for the report. */
+async function runStep(
+  argv: readonly string[],
+  binds: readonly Bind[],
+  network: NetworkSpec,
+  env: Readonly<Record<string, string>>,
+  report: InstallReport,
+  options: PrepareOptions,
+  deps: NpxDeps,
+): Promise<{ readonly code: number | null; readonly signal: string | null }> {
+  const proc = await deps.install(argv, binds, network, env, (event) => report.event(event));
+  void proc.closeStdin();
+  const forward = async (stream: AsyncIterable<Uint8Array>) => {
+    for await (const chunk of stream) {
+      options.stderr(chunk);
+      report.output(chunk);
+    }
+  };
+  const abort = () => void proc.kill('SIGKILL');
+  options.signal?.addEventListener('abort', abort, { once: true });
+  try {
+    const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
+    options.signal?.throwIfAborted();
+    return status;
+  } finally {
+    options.signal?.removeEventListener('abort', abort);
   }
 }
 
@@ -592,6 +689,8 @@ export interface HostNpmConfig {
   readonly registry: string;
   readonly cafile: string | undefined;
   readonly strictSsl: boolean;
+  /** npm's cache directory as configured (user-written: checked before any use). */
+  readonly cache: string | undefined;
 }
 
 const npmConfigs = new Map<string, Promise<HostNpmConfig>>();
@@ -615,7 +714,7 @@ function askNpm(hostEnv: Readonly<Record<string, string | undefined>>): Promise<
   return new Promise((resolve) => {
     execFile(
       'npm',
-      ['config', 'get', 'registry', 'cafile', 'strict-ssl'],
+      ['config', 'get', 'registry', 'cafile', 'strict-ssl', 'cache'],
       { env: { ...hostEnv }, timeout: 15_000 },
       (_error, stdout) => {
         const values = new Map<string, string>();
@@ -629,6 +728,7 @@ function askNpm(hostEnv: Readonly<Record<string, string | undefined>>): Promise<
           registry: /^https?:\/\//.test(registry) ? registry : DEFAULT_NPM_REGISTRY,
           cafile: cafile && cafile !== 'null' && cafile.startsWith('/') ? cafile : undefined,
           strictSsl: values.get('strict-ssl') !== 'false',
+          cache: values.get('cache') ?? (hostEnv.HOME ? defaultUserNpmCache(hostEnv.HOME) : undefined),
         });
       },
     );

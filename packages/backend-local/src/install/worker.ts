@@ -46,7 +46,12 @@ export async function runInstallWorker(): Promise<void> {
       installEnv: job.installEnv,
       inlineInstall: true,
       ...(job.runAsWhenRoot ? { runAsWhenRoot: job.runAsWhenRoot } : {}),
-      settings: job.installHosts.length > 0 ? { installAllowNet: job.installHosts.join(',') } : {},
+      stateDir: job.stateDir,
+      settings: {
+        ...(job.installHosts.length > 0 ? { installAllowNet: job.installHosts.join(',') } : {}),
+        ...(job.userCache ? {} : { npmUserCache: 'off' }),
+        ...(job.stateRoot ? { stateRoot: job.stateRoot } : {}),
+      },
     });
     const sandbox = await backend.create({ sessionId: 'install', env: {}, ttlMs: job.deadlineMs });
     try {

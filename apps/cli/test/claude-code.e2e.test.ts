@@ -1,0 +1,80 @@
+/**
+ * Claude Code as the client: a server never installed before (not in this test's npm cache, not
+ * in its install root), added with `claude mcp add` behind `mcp-sandbox run`, shows as connected
+ * in `claude mcp list` by the second try. The first start installs from the real registry; an
+ * install the health check gives up on goes on in the background, so the second try is warm.
+ */
+import { execFile } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN } from './helpers.js';
+
+const CLAUDE = fileURLToPath(new URL('../node_modules/.bin/claude', import.meta.url));
+const SERVER = '@modelcontextprotocol/server-memory';
+/** The uid installs write as: the user, or the sandbox's own uid when running as root. */
+const INSTALL_UID = process.getuid?.() === 0 ? 65534 : (process.getuid?.() ?? 0);
+
+const dir = mkdtempSync(join(tmpdir(), 'claude-code-e2e-'));
+chmodSync(dir, 0o755);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('Claude Code', () => {
+  it('shows a never-installed sandboxed npx server as connected by the second `claude mcp list`', {
+    timeout: 240_000,
+  }, async () => {
+    const home = join(dir, 'home');
+    const npmCache = join(home, '.npm');
+    mkdirSync(npmCache, { recursive: true, mode: 0o755 });
+    chmodSync(home, 0o755);
+    if (INSTALL_UID !== process.getuid?.()) chownSync(npmCache, INSTALL_UID, INSTALL_UID);
+    // A private home and config: no account is needed for `mcp add` and `mcp list`.
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      CLAUDE_CONFIG_DIR: join(home, '.claude'),
+      XDG_CACHE_HOME: join(home, '.cache'),
+      XDG_STATE_HOME: join(home, '.local', 'state'),
+      XDG_CONFIG_HOME: join(home, '.config'),
+      DISABLE_AUTOUPDATER: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    };
+    const claude = (args: string[]) =>
+      promisify(execFile)(CLAUDE, args, { env, cwd: home, timeout: 100_000 }).then(
+        ({ stdout }) => stdout,
+        (error: { stdout?: string; stderr?: string; message: string }) =>
+          `${error.stdout ?? ''}${error.stderr ?? ''}${error.message}`,
+      );
+    const added = await claude([
+      'mcp',
+      'add',
+      '-s',
+      'user',
+      'memory',
+      '--',
+      process.execPath,
+      BIN,
+      'run',
+      '--',
+      'npx',
+      '-y',
+      SERVER,
+    ]);
+    expect(added).toContain('Added stdio MCP server memory');
+    const tries: string[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const listed = await claude(['mcp', 'list']);
+      const line = listed.split('\n').find((text) => text.startsWith('memory:')) ?? listed;
+      tries.push(line);
+      if (line.includes('✔ Connected')) break;
+    }
+    expect(tries.at(-1), tries.join('\n')).toContain('✔ Connected');
+    expect(tries.length, tries.join('\n')).toBeLessThanOrEqual(2);
+    // Control: it was installed here and now, its packages fetched into the user's npm cache.
+    expect(readdirSync(join(home, '.cache', 'mcp-sandbox', 'npm'))).toHaveLength(1);
+    expect(readdirSync(npmCache)).toContain('_cacache');
+  });
+});

@@ -1,0 +1,78 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type CachePlaces, checkUserNpmCache } from './user-npm-cache.js';
+
+const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-npm-cache-check-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const dir = (...parts: string[]) => {
+  const path = join(work, ...parts);
+  mkdirSync(path, { recursive: true, mode: 0o755 });
+  chmodSync(path, 0o755);
+  return path;
+};
+
+const places: CachePlaces = {
+  ownerUid: process.getuid?.() ?? 0,
+  installCacheRoot: dir('xdg-cache', 'mcp-sandbox', 'npm'),
+  stateDir: dir('state'),
+  statePrefix: 'mcp-sandbox-',
+  stateRoot: dir('named-state'),
+  hidden: [dir('home')],
+};
+
+const reason = (path: string | undefined, at: CachePlaces = places) => {
+  const check = checkUserNpmCache(path, at);
+  return check.ok ? 'ok' : check.reason;
+};
+
+describe('checkUserNpmCache', () => {
+  it("accepts the user's own plain cache directory (control)", () => {
+    const cache = dir('home', '.npm');
+    const check = checkUserNpmCache(cache, places);
+    expect(check.ok && check.cache.path).toBe(cache);
+  });
+
+  it('refuses paths that are not plain and absolute', () => {
+    expect(reason(undefined)).toContain('no cache');
+    expect(reason('.npm')).toContain('not a plain absolute path');
+    expect(reason(`${dir('home')}/../home/.npm`)).toContain('not a plain absolute path');
+    expect(reason(`${dir('home')}//.npm`)).toContain('not a plain absolute path');
+    // A trailing slash names the same directory.
+    expect(reason(`${dir('home', '.npm')}/`)).toBe('ok');
+  });
+
+  it('refuses a missing path, a file, a symlink and a path behind a symlink', () => {
+    expect(reason(join(work, 'missing'))).toContain('does not exist');
+    const file = join(work, 'file');
+    writeFileSync(file, '');
+    expect(reason(file)).toContain('not a directory');
+    const link = join(work, 'link');
+    symlinkSync(dir('home', '.npm'), link);
+    expect(reason(link)).toContain('is a symlink');
+    const parent = join(work, 'linked-home');
+    symlinkSync(dir('home'), parent);
+    expect(reason(join(parent, '.npm'))).toContain('behind a symlink');
+  });
+
+  it('refuses a cache of another uid or one others may write', () => {
+    const cache = dir('home', 'shared');
+    expect(reason(cache, { ...places, ownerUid: places.ownerUid + 1 })).toContain('owned by uid');
+    chmodSync(cache, 0o777);
+    expect(reason(cache)).toContain('writable by other users');
+  });
+
+  it("refuses a cache inside or around mcp-sandbox's own trees and the sandboxes' homes", () => {
+    expect(reason(dir('xdg-cache', 'mcp-sandbox', 'npm', 'k'))).toContain("mcp-sandbox's install cache");
+    expect(reason(dir('xdg-cache'))).toContain("mcp-sandbox's install cache");
+    expect(reason(dir('state', 'mcp-sandbox-abc', 'home', '.npm'))).toContain("sandboxes' state directory");
+    expect(reason(dir('named-state', 'srv', 'home', '.npm'))).toContain("servers' named state");
+    // The state directory is often /tmp: a cache beside the sandboxes' homes is fine.
+    expect(reason(dir('state', 'my-npm-cache'))).toBe('ok');
+    // A cache that would bind the home (or a hidden root) read-write.
+    expect(reason(work)).toMatch(/overlaps|contains/);
+    expect(reason(dir('home'))).toContain('contains');
+  });
+});
