@@ -9,7 +9,6 @@ import {
   type ExecOptions,
   type KillSignal,
   type Logger,
-  type NetworkSpec,
   type PrepareOptions,
   pinNpxSpec,
   type Sandbox,
