@@ -27,6 +27,14 @@ export function userDataRoots(platform: SrtPlatform, hostHome: string, tmp: stri
   return roots;
 }
 
+/**
+ * srt makes these writable in every sandbox it makes (its own default temp, not configurable in
+ * 0.0.83): one directory shared by every session and every other srt user on the host, so a
+ * channel between them. Denied for writing; each session has its own tmp instead. (On Linux srt
+ * still binds it back readable when it exists: see the README's limits.)
+ */
+export const SRT_SHARED_TMP: readonly string[] = ['/tmp/claude', '/private/tmp/claude'];
+
 /** What one process of a session may see and change, before it becomes srt's config. */
 export interface FsPlan {
   readonly platform: SrtPlatform;
@@ -51,7 +59,8 @@ export interface SrtFilesystem {
 /**
  * Our promise, in srt's terms: no host file outside the plan. The user data roots are denied;
  * the plan's paths are allowed back (srt's allowRead wins over denyRead); writes go only to the
- * private dirs and rw mounts (srt denies writes everywhere else).
+ * private dirs and rw mounts (srt denies writes everywhere else, and srt's own shared temp is
+ * denied here).
  */
 export function srtFilesystem(plan: FsPlan): SrtFilesystem {
   const unique = (paths: readonly string[]) => [...new Set(paths)];
@@ -59,7 +68,7 @@ export function srtFilesystem(plan: FsPlan): SrtFilesystem {
     denyRead: userDataRoots(plan.platform, plan.hostHome, plan.tmp),
     allowRead: unique([...plan.privateDirs, ...plan.readOnly, ...plan.readWrite]),
     allowWrite: unique([...plan.privateDirs, ...plan.readWrite]),
-    denyWrite: [],
+    denyWrite: [...SRT_SHARED_TMP],
   };
 }
 

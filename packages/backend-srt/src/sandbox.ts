@@ -9,7 +9,6 @@ import {
   type ExecOptions,
   type KillSignal,
   type Logger,
-  type NetworkSpec,
   type PrepareOptions,
   pinNpxSpec,
   type Sandbox,
@@ -228,6 +227,7 @@ export class SrtSandbox implements Sandbox {
       platform: engine.platform,
       filesystem,
       cwd,
+      anchor: this.#root,
       hostPath: hostEnv.PATH ?? '/usr/bin:/bin',
     });
     let exited = false;

@@ -18,6 +18,8 @@ const SERVER_PACKAGE = `${HOST_HOME}/.cache/mcp-sandbox/npm/3f2a9c01/prefix`;
 const ENGINE = '/opt/mcp-sandbox/node_modules/@anthropic-ai/sandbox-runtime';
 const RW_MOUNT = `${HOST_HOME}/notes`;
 const STATE_HOME = `${HOST_HOME}/.local/state/mcp-sandbox/state/notes/home`;
+/** srt's own temp, made writable by srt in every profile and shared by every session on the Mac. */
+const SRT_SHARED_TMP = ['/tmp/claude', '/private/tmp/claude'];
 /** What srt itself makes writable in every profile (devices, and its own /tmp/claude). */
 const SRT_OWN_WRITES = [
   '/dev/stdout',
@@ -105,6 +107,21 @@ describe('macOS Seatbelt profiles (srt 0.0.83) for our sessions', () => {
         expect(new Set(paths(allowWrite))).toEqual(new Set([...SRT_OWN_WRITES, ...kind.writable]));
         // The private home of another kind of session is not writable in this one.
         if (kind.name === 'state') expect(paths(allowWrite)).not.toContain(base.home);
+      });
+
+      it('promise "no writable path shared between sessions": srt\'s shared /tmp/claude is denied for writing', () => {
+        // Seatbelt: the last matching rule wins, so a deny after srt's allow takes it back.
+        const last = (path: string) =>
+          rules.findLast(
+            (r) =>
+              r.ops.includes('file-write*') &&
+              r.filters.some((f) => f[0] === 'subpath' && covers(f[1] as string, path)),
+          );
+        for (const dir of SRT_SHARED_TMP) {
+          expect(last(`${dir}/left-for-the-next-session`)?.action, dir).toBe('deny');
+        }
+        // Every other writable path is this session's own (or a device, or a rw mount it was given).
+        for (const path of kind.writable) expect(last(`${path}/x`)?.action, path).toBe('allow');
       });
 
       it('promise "egress only through the host proxy": network only to its localhost port', () => {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -102,6 +102,30 @@ describe('srt backend: the product promises on Linux', () => {
     const mounted = await run(script, { mounts: [{ hostPath: outside, sandboxPath: outside, mode: 'rw' }] });
     expect(mounted.stdout).toContain(`wrote:${outside}`);
     rmSync(outside, { recursive: true, force: true });
+  });
+
+  it("no writable path shared between sessions: a marker left in srt's shared /tmp/claude is not seen by the next session", async () => {
+    // srt makes /tmp/claude writable in every sandbox it makes (its own default); made here if
+    // absent, as srt's other users make it, so that srt binds it in.
+    const shared = '/tmp/claude';
+    const made = !existsSync(shared);
+    if (made) mkdirSync(shared);
+    const marker = `mcp-sandbox-marker-${process.pid}-${Date.now()}`;
+    try {
+      const write = await run(`const fs = require('fs');
+        try { fs.writeFileSync(${JSON.stringify(`${shared}/${marker}`)}, 'left-by-session-one'); console.log('wrote'); } catch (e) { console.log('refused:' + e.code); }
+        fs.writeFileSync(process.env.TMPDIR + '/own', 'x'); console.log('own tmp ok');`);
+      // Control: the attack code ran (its own tmp is writable).
+      expect(write.stdout).toContain('own tmp ok');
+      expect(existsSync(join(shared, marker)), 'the marker reached the host').toBe(false);
+      const read = await run(`const fs = require('fs');
+        try { console.log('seen:' + fs.readFileSync(${JSON.stringify(`${shared}/${marker}`)}, 'utf8')); } catch (e) { console.log('absent:' + e.code); }`);
+      expect(read.stdout).toContain('absent:');
+      expect(read.stdout).not.toContain('left-by-session-one');
+    } finally {
+      rmSync(join(shared, marker), { force: true });
+      if (made) rmSync(shared, { recursive: true, force: true });
+    }
   });
 
   it('the environment is exactly the allowlist: no withheld host variable', async () => {
