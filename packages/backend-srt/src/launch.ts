@@ -28,48 +28,9 @@ export interface LaunchOptions {
   readonly platform: SrtPlatform;
   readonly filesystem: SrtFilesystem;
   readonly cwd: string;
-  /**
-   * Where srt anchors its built-in write denies (`.git/hooks`, `.bashrc`, … below the cwd): it
-   * reads `process.cwd()` for them, so the host's cwd would shape the profile (and, on Linux, be
-   * scanned and get mount points). A fixed directory of the session's instead.
-   */
-  readonly anchor: string;
   /** The launcher's own environment on the host (bash, bwrap, socat): PATH only. */
   readonly hostPath: string;
   readonly signal?: AbortSignal;
-}
-
-let wrapping: Promise<unknown> = Promise.resolve();
-
-/**
- * srt's argv for the command, built with the process's cwd at `options.anchor`. One wrap at a
- * time, and the host's cwd put back after each: nothing else in this process depends on the
- * cwd (the CLI resolves its paths when it parses them).
- */
-export function wrapArgv(
-  command: readonly string[],
-  env: Readonly<Record<string, string>>,
-  options: Omit<LaunchOptions, 'hostPath'>,
-): Promise<string[]> {
-  const wrap = async () => {
-    const hostCwd = process.cwd();
-    process.chdir(options.anchor);
-    try {
-      const { argv } = await SandboxManager.wrapWithSandboxArgv(
-        innerCommand(command, env, options.platform),
-        '/bin/sh',
-        { filesystem: options.filesystem },
-        options.signal,
-        options.cwd,
-      );
-      return argv;
-    } finally {
-      process.chdir(hostCwd);
-    }
-  };
-  const next = wrapping.then(wrap, wrap);
-  wrapping = next.catch(() => {});
-  return next;
 }
 
 /** Wraps the command with srt's per-command filesystem config and starts it in a process group. */
@@ -78,7 +39,13 @@ export async function launch(
   env: Readonly<Record<string, string>>,
   options: LaunchOptions,
 ): Promise<ChildProcess> {
-  const argv = await wrapArgv(command, env, options);
+  const { argv } = await SandboxManager.wrapWithSandboxArgv(
+    innerCommand(command, env, options.platform),
+    '/bin/sh',
+    { filesystem: options.filesystem },
+    options.signal,
+    options.cwd,
+  );
   const [file, ...args] = argv;
   if (file === undefined) throw new Error('srt returned an empty command');
   return startChild(file, args, { env: { PATH: options.hostPath }, cwd: options.cwd });

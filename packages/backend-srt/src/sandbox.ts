@@ -227,7 +227,6 @@ export class SrtSandbox implements Sandbox {
       platform: engine.platform,
       filesystem,
       cwd,
-      anchor: this.#root,
       hostPath: hostEnv.PATH ?? '/usr/bin:/bin',
     });
     let exited = false;
