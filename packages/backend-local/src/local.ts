@@ -64,12 +64,12 @@ import {
   writeFileAt,
 } from '@mcpsandbox/host-side';
 import { adaptChild, type SpawnedProcess } from './child-process.js';
+import { buildSeccompFilter } from './filter/build.js';
 import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install/launch.js';
 import { type LimitPlan, planLimits } from './limits.js';
 import type { LocalSandboxInfo } from './probe.js';
 import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './relay/network.js';
 import { resolverArgs } from './relay/resolver-args.js';
-import { buildSeccompFilter } from './seccomp.js';
 import { probeOnce } from './session/probe-once.js';
 import {
   proxyEnv,
