@@ -1,147 +1,55 @@
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, chownSync, closeSync, fstatSync, mkdirSync, mkdtempSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { chownSync, mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   armTtl,
-  type BackendFactoryOptions,
-  COPY_LIMITS,
-  defaultPinLockFile,
   type ExecOptions,
   killAll,
-  type Logger,
   type PrepareOptions,
-  pinNpxSpec,
-  type RegistryTrust,
   type Sandbox,
   type SandboxBackend,
   type SandboxEvent,
   SandboxFailureError,
-  type SandboxSpec,
   SPECIFICATION_VERSION,
-  silentLogger,
 } from '@mcpsandbox/core';
-import {
-  DenialReporter,
-  type Dialer,
-  type NetGrant,
-  parseGrant,
-  type Resolver,
-  SyntheticNames,
-} from '@mcpsandbox/egress';
+import { DenialReporter, type NetGrant, SyntheticNames } from '@mcpsandbox/egress';
 import {
   type Bind,
-  checkMountsSpareHostState,
-  checkStateName,
-  closeDir,
-  commandBinds,
-  copyIn,
-  defaultNpmCache,
-  defaultStateRoot,
   endNamespace,
   hiddenRoots,
   identifyInit,
-  isHidden,
-  isInside,
-  locateCommand,
   type NamespaceInit,
-  type NpxCacheOptions,
-  type OpenDir,
-  openDirAt,
   openState,
-  ownFiles,
-  planTlsTrust,
-  prepareNpx,
-  realOrSelf,
   registryAccess,
   SANDBOX_HOME,
-  STATE_PREFIX,
   type StateDirs,
-  type TlsTrust,
-  tlsTrustNames,
-  unwritableMountWarnings,
-  writeFileAt,
 } from '@mcpsandbox/host-side';
 import { adaptChild, type SpawnedProcess } from './child-process.js';
-import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './install/launch.js';
-import { type LimitPlan, planLimits } from './limits.js';
+import { buildSeccompFilter } from './filter/build.js';
+import { prepareCommand } from './install/prepare.js';
+import { makeSetupDirs, SETUP_PREFIX, type SetupDirs } from './install/setup-dirs.js';
+import type { LocalBackendOptions } from './options.js';
 import type { LocalSandboxInfo } from './probe.js';
 import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './relay/network.js';
 import { resolverArgs } from './relay/resolver-args.js';
-import { buildSeccompFilter } from './seccomp.js';
+import { backendSettings, type SandboxConfig, type SpawnExtras, sandboxConfig } from './session/config.js';
+import { stageCopies } from './session/copies.js';
 import { probeOnce } from './session/probe-once.js';
-import {
-  proxyEnv,
-  reachableBy,
-  readableItself,
-  readHardLimits,
-  readInfoPid,
-} from './session/process-helpers.js';
+import { proxyEnv, readInfoPid } from './session/process-helpers.js';
 import { lookInsideTarget, startBwrap } from './session/start-bwrap.js';
-import { OWNER_FILE, openDirPlain, removeStateDir, sweepAbandoned } from './session/state-dir.js';
-import {
-  checkMounts,
-  DEFAULT_MAX_PROCESSES,
-  DEFAULT_SHM_SIZE,
-  DEFAULT_TMP_SIZE,
-  numberSetting,
-  parseGrants,
-  parseInstallEnv,
-  sizeSetting,
-} from './settings.js';
+import { makeSandboxRoot, removeStateDir, sweepAbandoned } from './session/state-dir.js';
 import { namespaceSignal } from './teardown/signal.js';
 import { bindArgsFor } from './view/bind-args.js';
 import { namespaceArgs } from './view/namespace-args.js';
+import { planView, type ViewPlan } from './view/plan.js';
 import { SANDBOX_TMP, sandboxPath, systemView } from './view/system-view.js';
-
-/** Where setup steps' `npm install -g` lands inside the sandbox (under the hidden, empty /run). */
-export const SETUP_PREFIX = '/run/mcp-sandbox/setup';
 
 /** The loopback port inside the sandbox where its granted egress proxy listens. */
 export const SANDBOX_PROXY_PORT = 3128;
 
+export type { LocalBackendOptions } from './options.js';
 export { DEFAULT_MAX_PROCESSES } from './settings.js';
-
-export interface LocalBackendOptions extends BackendFactoryOptions {
-  /** Host directory for each sandbox's private home and tmp (default: the OS temp dir). */
-  readonly stateDir?: string;
-  /** Root of the persistent npx install cache (default `$XDG_CACHE_HOME/mcp-sandbox/npm`). */
-  readonly npmCacheDir?: string;
-  /** The npm registry installs may reach (default: `npm config get registry`). */
-  readonly npmRegistry?: string;
-  /** Who the sandbox runs as when this process is root (default nobody, 65534). */
-  readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
-  /** Process limit when the spec gives none (default 256; threads count too). */
-  readonly defaultMaxProcesses?: number;
-  /** Size cap of the in-memory `/tmp` of each command `exec` starts (default 512 MiB). */
-  readonly tmpSizeBytes?: number;
-  /** Size cap of the in-memory `/dev/shm` of each command `exec` starts (default 256 MiB). */
-  readonly shmSizeBytes?: number;
-  /** `--install-env`: variables for the npx install step only, never the server (also setting `installEnv`, JSON). */
-  readonly installEnv?: Readonly<Record<string, string>>;
-  /**
-   * Install in this process, with the spec as given (no pinning): the background install worker
-   * itself. Otherwise a first install runs in a detached worker that outlives an abandoned start.
-   */
-  readonly inlineInstall?: boolean;
-  /** Replaces the start-up probe (diagnostics and tests). */
-  readonly probe?: () => Promise<LocalSandboxInfo>;
-  /** Replaces DNS for the egress proxy (tests). */
-  readonly resolve?: Resolver;
-  /** Replaces the egress proxy's upstream connect to a checked address (tests). */
-  readonly dial?: Dialer;
-  /**
-   * Forward the host's TLS trust variables (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, …) and make the
-   * files they name visible read-only (default true; setting `hostTlsTrust=off`).
-   */
-  readonly hostTlsTrust?: boolean;
-  /**
-   * Without grants, still answer the sandbox's DNS lookups (all refused) so that each refused
-   * name is reported with the flag that would allow it (default true; setting `denialHints=off`).
-   */
-  readonly denialHints?: boolean;
-}
 
 /**
  * The `local` backend: each process runs under bubblewrap in fresh user, mount, pid, ipc, uts
@@ -150,25 +58,10 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
  * probes the machine and fails with a typed error naming the fix when the sandbox cannot work.
  */
 export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBackend {
-  const logger = options.logger ?? silentLogger;
-  const hostEnv = options.hostEnv ?? process.env;
-  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, npmUserCache, maxProcesses,
-  // tmpSize, shmSize, stateRoot; and from run's own flags: state (--state), autoMount (--no-auto-mount).
-  const settings = options.settings ?? {};
-  const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
-  const autoMount = settings.autoMount !== 'false';
-  // `--install-allow-net`: hosts the npx install step may reach besides the registry.
-  const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
-  for (const host of installHosts) parseGrant(host);
-  const installEnv = options.installEnv ?? parseInstallEnv(settings.installEnv);
-  const tmpSize = options.tmpSizeBytes ?? sizeSetting(settings, 'tmpSize') ?? DEFAULT_TMP_SIZE;
-  const shmSize = options.shmSizeBytes ?? sizeSetting(settings, 'shmSize') ?? DEFAULT_SHM_SIZE;
-  const tlsTrust =
-    options.hostTlsTrust ?? !['off', 'false', '0', 'no'].includes(settings.hostTlsTrust ?? 'on');
-  const trustNames = tlsTrust ? tlsTrustNames(hostEnv) : [];
-  const trustNote = trustNames.length > 0 ? `; host TLS trust: ${trustNames.join(', ')}` : '';
+  const backend = backendSettings(options);
+  const { trustNote } = backend;
   let info: LocalSandboxInfo | undefined;
-  const probe = probeOnce(options, hostEnv, logger, (result) => {
+  const probe = probeOnce(options, backend.hostEnv, backend.logger, (result) => {
     info = result;
   });
   return {
@@ -183,58 +76,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
     async create(spec, createOptions) {
       const found = await probe();
       createOptions?.signal?.throwIfAborted();
-      const grants = parseGrants(spec.network?.allow);
-      checkMounts(spec.mounts ?? []);
-      const limits = planLimits(spec.limits, {
-        prlimit: found.prlimitPath !== undefined,
-        defaultMaxProcesses:
-          options.defaultMaxProcesses ?? numberSetting(settings, 'maxProcesses') ?? DEFAULT_MAX_PROCESSES,
-        hardLimits: readHardLimits(),
-      });
-      for (const note of limits.notes) logger.warn(note);
-      spec.onEvent?.({ type: 'limits', enforced: limits.enforced, notEnforced: limits.notEnforced });
-      const home = hostEnv.HOME ?? homedir();
-      const trust = tlsTrust ? planTlsTrust(hostEnv, hiddenRoots(home)) : undefined;
-      for (const note of trust?.notes ?? []) logger.warn(note);
-      const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
-      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
-      // The fetch half of an install may use the user's own npm cache (`npmUserCache=off`: never).
-      const userCache =
-        settings.npmUserCache === 'off'
-          ? undefined
-          : { stateDir, statePrefix: STATE_PREFIX, stateRoot, hidden: [home, ...hiddenRoots(home)] };
-      const npm = npmOptions(
-        options,
-        settings,
-        hostEnv,
-        defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
-        { installHosts, installEnv, ...(userCache ? { userCache } : {}) },
-      );
-      checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
-      if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
-      for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
-      const sandbox = new LocalSandbox({
-        spec,
-        info: found,
-        grants,
-        limits,
-        hostEnv,
-        hostHome: home,
-        stateDir,
-        ...(stateName ? { state: { root: stateRoot, name: stateName } } : {}),
-        autoMount,
-        tmpSize,
-        shmSize,
-        npm,
-        logger,
-        inlineInstall: options.inlineInstall === true,
-        ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
-        ...(options.resolve ? { resolve: options.resolve } : {}),
-        ...(options.dial ? { dial: options.dial } : {}),
-        ...(trust ? { tlsTrust: trust } : {}),
-        denialHints:
-          options.denialHints ?? !['off', 'false', '0', 'no'].includes(settings.denialHints ?? 'on'),
-      });
+      const sandbox = new LocalSandbox(sandboxConfig(spec, found, options, backend));
       try {
         await sandbox.stageCopies();
       } catch (error) {
@@ -246,69 +88,6 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
   };
 }
 
-/** Where and how the npx install step installs: the cache, the registry, the install's own grants and env. */
-function npmOptions(
-  options: LocalBackendOptions,
-  settings: Readonly<Record<string, string>>,
-  hostEnv: Readonly<Record<string, string | undefined>>,
-  defaultCache: string,
-  install: {
-    readonly installHosts: string[];
-    readonly installEnv: Record<string, string>;
-    readonly userCache?: NpxCacheOptions['userCache'];
-  },
-): NpxCacheOptions {
-  const { installHosts, installEnv, userCache } = install;
-  const registry = options.npmRegistry ?? settings.npmRegistry;
-  return {
-    cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultCache,
-    hostEnv,
-    ...(installHosts.length > 0 ? { installHosts } : {}),
-    ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
-    ...(registry ? { registry } : {}),
-    ...(userCache ? { userCache } : {}),
-  };
-}
-
-interface SandboxConfig {
-  readonly spec: SandboxSpec;
-  readonly info: LocalSandboxInfo;
-  readonly grants: readonly NetGrant[];
-  readonly limits: LimitPlan;
-  readonly hostEnv: Readonly<Record<string, string | undefined>>;
-  readonly hostHome: string;
-  readonly stateDir: string;
-  /** `--state <name>`: the home and package copies persist there across sessions. */
-  readonly state?: { readonly root: string; readonly name: string };
-  /** Show the server's own files (see `ownFiles`). */
-  readonly autoMount: boolean;
-  readonly tmpSize: number;
-  readonly shmSize: number;
-  readonly npm: NpxCacheOptions;
-  readonly logger: Logger;
-  readonly resolve?: Resolver;
-  readonly dial?: Dialer;
-  readonly tlsTrust?: TlsTrust;
-  readonly denialHints: boolean;
-  /** The background install worker itself: install here, no pinning (see LocalBackendOptions). */
-  readonly inlineInstall: boolean;
-  readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
-}
-
-/** Internal extras for one exec: install steps bind their cache entry read-write. */
-export interface SpawnExtras {
-  readonly binds?: readonly Bind[];
-  /**
-   * An install step: none of the spec's environment or mounts, no earlier cache entry, and a
-   * home of its own (in memory), so that install scripts see nothing of what the server gets.
-   */
-  readonly install?: boolean;
-  /** A `--setup` step: like an install step, but in the session's own home. */
-  readonly setup?: boolean;
-  /** Also told of this process's proxy decisions (an install step learns what it was refused). */
-  readonly onEvent?: (event: SandboxEvent) => void;
-}
-
 interface EgressState {
   readonly names: SyntheticNames;
   readonly reporter: DenialReporter;
@@ -318,25 +97,6 @@ interface EgressState {
 /** bwrap's info pipe (the namespace's init pid) and the pipe its seccomp filter is read from. */
 const INFO_FD = 3;
 const SECCOMP_FD = 4;
-
-/** What one command sees: built by #planView, turned into bwrap arguments and its environment. */
-interface ViewPlan {
-  readonly command: readonly string[];
-  readonly grants: readonly NetGrant[];
-  readonly networked: boolean;
-  /** Egress or denial hints: the outer network layer and the relay. */
-  readonly layered: boolean;
-  readonly install: boolean;
-  /** Install and setup steps get none of the spec's environment or mounts. */
-  readonly isolated: boolean;
-  readonly setupBind: readonly Bind[];
-  readonly mounted: readonly Bind[];
-  readonly binds: readonly Bind[];
-  readonly pathDirs: readonly string[];
-  readonly userBinds: readonly Bind[];
-  readonly trustEnv: Readonly<Record<string, string>>;
-  readonly lookInside: boolean;
-}
 
 interface Live {
   readonly proc: SpawnedProcess;
@@ -366,7 +126,7 @@ class LocalSandbox implements Sandbox {
   readonly #shown = new Set<string>();
   #staged = 0;
   /** Setup steps' own prefix and home (see #setupDirs); undefined until the first setup step. */
-  #setup: { readonly prefix: string; readonly home: string } | undefined;
+  #setup: SetupDirs | undefined;
   /** Set by the first exec that is not a setup step: later setup steps are refused. */
   #serverStarted = false;
   /** Egress state shared by every exec: one synthetic address per name, one hint per name. */
@@ -379,27 +139,10 @@ class LocalSandbox implements Sandbox {
     this.#insideHome = this.#roots.includes('/home') ? SANDBOX_HOME : '/run/sandbox-home';
     this.#seccomp = buildSeccompFilter(config.info.arch);
     sweepAbandoned(config.stateDir);
-    // The root stays ours: only home/ inside it is the sandbox's (and the only part on disk;
-    // /tmp and /dev/shm are capped tmpfs that vanish with the sandbox's mount namespace).
-    // As root the sandbox user needs to pass through it (0711) but not to list or change it.
     const runAs = config.info.runAs;
-    this.#root = mkdtempSync(join(config.stateDir, STATE_PREFIX));
-    let root: OpenDir | undefined;
-    try {
-      chmodSync(this.#root, runAs ? 0o711 : 0o700);
-      const state = openDirPlain(config.stateDir);
-      try {
-        root = openDirAt({ fd: state, stat: fstatSync(state) }, basename(this.#root));
-      } finally {
-        closeSync(state);
-      }
-      if (!root) throw new SandboxFailureError(`${this.#root} vanished`, { code: 'E_STATE_DIR' });
-      this.#rootId = { dev: root.stat.dev, ino: root.stat.ino };
-      // Who owns this directory: a later sandbox removes it if this process dies without close().
-      writeFileAt(root, OWNER_FILE, String(process.pid));
-    } finally {
-      closeDir(root);
-    }
+    const { root, rootId } = makeSandboxRoot(config.stateDir, runAs);
+    this.#root = root;
+    this.#rootId = rootId;
     this.#state = config.state ? openState(config.state.root, config.state.name, runAs) : undefined;
     if (this.#state) this.#home = this.#state.home;
     else {
@@ -410,25 +153,9 @@ class LocalSandbox implements Sandbox {
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
   }
 
-  /**
-   * `copy` mounts: a private copy of each under this sandbox's directory, before any process of
-   * the sandbox exists; bound read-write, removed with the rest on close.
-   */
-  async stageCopies(): Promise<void> {
-    const { spec, info } = this.#config;
-    for (const [index, mount] of (spec.mounts ?? []).entries()) {
-      if (mount.mode !== 'copy') continue;
-      const copies = join(this.#root, 'copies');
-      mkdirSync(copies, { recursive: true, mode: 0o700 });
-      if (info.runAs) chownSync(copies, info.runAs.uid, info.runAs.gid);
-      const dest = join(copies, String(index));
-      const copied = await copyIn(mount.hostPath, dest, {
-        limits: COPY_LIMITS,
-        ...(info.runAs ? { owner: info.runAs } : {}),
-      });
-      this.#copies.set(index, dest);
-      spec.onEvent?.({ type: 'copied-in', sandboxPath: mount.sandboxPath, ...copied });
-    }
+  /** `copy` mounts: a private copy of each (see session/copies.ts). */
+  stageCopies(): Promise<void> {
+    return stageCopies(this.#root, this.#config.spec, this.#config.info, this.#copies);
   }
 
   /** Host directory holding this sandbox's private home and tmp (removed on close). */
@@ -460,129 +187,29 @@ class LocalSandbox implements Sandbox {
     );
   }
 
-  /**
-   * The setup steps' own directories, made on the first step: the npm prefix (`npm install -g`
-   * lands there; its `bin` is on every later command's PATH) and, with `--state`, a home of
-   * their own. A state home was written by earlier sessions' servers (an `npm` planted on PATH,
-   * an `.npmrc` that npm obeys), so setup steps never run in it; without `--state` the session's
-   * home is new and, since no server has started yet, holds only what earlier setup steps wrote.
-   */
-  #setupDirs(): { readonly prefix: string; readonly home: string } {
-    if (this.#setup) return this.#setup;
-    const runAs = this.#config.info.runAs;
-    const base = join(this.#root, 'setup');
-    mkdirSync(base, { mode: runAs ? 0o711 : 0o700 });
-    const own = (dir: string): string => {
-      mkdirSync(dir, { mode: 0o700 });
-      if (runAs) chownSync(dir, runAs.uid, runAs.gid);
-      return dir;
-    };
-    this.#setup = {
-      prefix: own(join(base, 'npm')),
-      home: this.#state ? own(join(base, 'home')) : this.#home,
-    };
+  /** The setup steps' own directories, made on the first step (see install/setup-dirs.ts). */
+  #setupDirs(): SetupDirs {
+    this.#setup ??= makeSetupDirs(this.#root, this.#config.info.runAs, {
+      persistent: this.#state !== undefined,
+      home: this.#home,
+    });
     return this.#setup;
   }
 
+  /** The npx install step (see install/prepare.ts). */
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
     this.#assertOpen();
-    const inline = this.#config.inlineInstall;
-    const worker = inline ? undefined : installWorkerPath();
-    const npm = this.#config.npm;
-    const result = await prepareNpx(command, options, {
-      cache: npm,
-      runAs: this.#config.info.runAs,
-      onEvent: this.#config.spec.onEvent,
-      logger: this.#config.logger,
-      // The worker gets the spec already pinned by the start that asked for it.
-      ...(inline
-        ? {}
-        : {
-            pin: (spec: string, registry: string, trust: RegistryTrust) =>
-              pinNpxSpec(spec, {
-                registry,
-                trust,
-                lockFile: defaultPinLockFile(this.#config.hostEnv, this.#config.hostHome),
-                logger: this.#config.logger,
-              }),
-          }),
-      ...(worker
-        ? {
-            background: (spec: string, registry: string) =>
-              startInstallWorker(
-                worker,
-                {
-                  spec,
-                  registry,
-                  cacheRoot: npm.cacheRoot,
-                  installHosts: npm.installHosts ?? [],
-                  installEnv: npm.installEnv ?? {},
-                  userCache: npm.userCache !== undefined,
-                  stateDir: this.#config.stateDir,
-                  ...(npm.userCache?.stateRoot ? { stateRoot: npm.userCache.stateRoot } : {}),
-                  deadlineMs: INSTALL_DEADLINE_MS,
-                  ...(this.#config.runAsWhenRoot ? { runAsWhenRoot: this.#config.runAsWhenRoot } : {}),
-                },
-                this.#config.hostEnv,
-              ),
-          }
-        : {}),
-      install: (argv, binds, network, env, onEvent) =>
-        this.spawn(argv, { network, env }, { binds, install: true, onEvent }),
-    });
-    if (result.bind) this.#extraBinds.push(result.bind);
-    if (result.bind && result.package) await this.#writableLayer(result.bind, result.package, options);
-    return result.command;
-  }
-
-  /**
-   * A server that writes next to its own code (server-memory keeps memory.jsonl in its dist/)
-   * gets a writable copy of its own package directory over the read-only cache entry: kept in
-   * its named state across sessions, or in this session's directory. The copy is made inside a
-   * sandbox (no network, no environment, no mounts), so the host never walks what the install
-   * scripts wrote.
-   */
-  async #writableLayer(
-    cache: Bind,
-    pkg: { readonly key: string; readonly dir: string },
-    options: PrepareOptions,
-  ): Promise<void> {
-    let copy: { readonly dir: string; readonly fresh: boolean };
-    if (this.#state) copy = this.#state.packageCopy(pkg.key);
-    else {
-      const dir = join(this.#root, 'pkg');
-      mkdirSync(dir, { mode: 0o700 });
-      const runAs = this.#config.info.runAs;
-      if (runAs) chownSync(dir, runAs.uid, runAs.gid);
-      copy = { dir, fresh: true };
-    }
-    if (copy.fresh) {
-      const target = '/run/mcp-sandbox/writable';
-      const proc = await this.spawn(
-        ['cp', '-R', '-P', '--preserve=mode,timestamps', `${pkg.dir}/.`, `${target}/`],
-        { network: { allow: [] } },
-        { binds: [cache, { source: copy.dir, dest: target, mode: 'rw' }], install: true },
-      );
-      void proc.closeStdin();
-      let said = '';
-      const drain = async (stream: AsyncIterable<Uint8Array>) => {
-        for await (const chunk of stream) said = (said + Buffer.from(chunk).toString()).slice(-1000);
-      };
-      const [status] = await Promise.all([proc.exit, drain(proc.stdout), drain(proc.stderr)]);
-      options.signal?.throwIfAborted();
-      if (status.code !== 0) {
-        throw new SandboxFailureError(
-          `could not make the server's package writable (cp exited ${status.code ?? status.signal}): ${said.trim()}`,
-          { code: 'E_PREPARE' },
-        );
-      }
-    }
-    this.#config.spec.onEvent?.({
-      type: 'writable-package',
-      dir: pkg.dir,
-      persistent: this.#state !== undefined,
-    });
-    this.#extraBinds.push({ source: copy.dir, dest: pkg.dir, mode: 'rw' });
+    return prepareCommand(
+      {
+        config: this.#config,
+        root: this.#root,
+        state: this.#state,
+        extraBinds: this.#extraBinds,
+        spawn: (requested, execOptions, extras) => this.spawn(requested, execOptions, extras),
+      },
+      command,
+      options,
+    );
   }
 
   async spawn(
@@ -624,114 +251,17 @@ class LocalSandbox implements Sandbox {
     return this.#watch(child, network);
   }
 
-  /** What the command needs to start, and what of the host it sees. */
+  /** What the command needs to start, and what of the host it sees (see view/plan.ts). */
   #planView(requested: readonly string[], options: ExecOptions, extras: SpawnExtras): ViewPlan {
-    const { hostEnv, info, spec } = this.#config;
-    const own =
-      this.#config.autoMount && extras.install !== true
-        ? ownFiles(requested, process.cwd(), this.#roots, this.#config.hostHome)
-        : undefined;
-    const command = own?.command ?? requested;
-    const [name] = command;
-    if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
-    const grants = options.network ? parseGrants(options.network.allow) : this.#config.grants;
-    const networked = grants.length > 0;
-    // Without grants the sandbox still gets the DNS responder (unless turned off), for the hints.
-    const layered = networked || this.#config.denialHints;
-
-    // What to bind so that the command and node (the relay, `#!/usr/bin/env node`) can start.
-    const binds: Bind[] = [];
-    const pathDirs: string[] = [];
-    const install = extras.install === true;
-    // Install and setup steps get none of the spec's environment or mounts.
-    const isolated = install || extras.setup === true;
-    // The setup prefix: written by setup steps, then seen by the server (never an install step).
-    const setupBind: Bind[] =
-      this.#setup && !install ? [{ source: this.#setup.prefix, dest: SETUP_PREFIX, mode: 'rw' }] : [];
-    const mounted = [...(isolated ? [] : this.#extraBinds), ...setupBind, ...(extras.binds ?? [])];
-    const insideOnly = mounted.some((bind) => name.startsWith(`${bind.dest}/`));
-    const onHost = insideOnly ? name : locateCommand(name, hostEnv.PATH, process.cwd());
-    // Not on the host: a bare name may still be on the sandbox's own PATH (installed by --setup
-    // into the home): the sandbox's shell looks it up, and says so when it is not there either.
-    const lookInside = onHost === undefined && !name.includes('/');
-    if (onHost === undefined && !lookInside) {
-      throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
-    }
-    const found = onHost ?? name;
-    // A command inside a writable mount was chosen by the sandbox (an earlier session could have
-    // rewritten it): its symlinks and `#!` line must not decide which hidden host paths get bound.
-    const inWritableMount = (isolated ? [] : (spec.mounts ?? [])).some(
-      (mount) =>
-        mount.mode === 'rw' &&
-        (isInside(found, mount.hostPath) || isInside(realOrSelf(found), realOrSelf(mount.hostPath))),
-    );
-    if (!insideOnly && !inWritableMount && !lookInside) {
-      const planned = commandBinds(found, this.#roots);
-      binds.push(...planned.binds);
-      if (planned.pathDir) pathDirs.push(planned.pathDir);
-    }
-    for (const bind of own?.binds ?? []) {
-      binds.push(bind);
-      if (this.#shown.has(bind.source)) continue;
-      this.#shown.add(bind.source);
-      this.#config.logger.info(
-        `showing ${bind.source} read-only at the same path: the server's own files (--no-auto-mount turns this off)`,
-      );
-      spec.onEvent?.({ type: 'auto-mount', path: bind.source });
-    }
-    // Our own node, for the relay and `#!/usr/bin/env node` scripts. Optional when the sandbox
-    // user cannot reach it (root's ~/.nvm) and no relay is needed: the system node may do.
-    const ownNode = commandBinds(process.execPath, this.#roots);
-    const runAs = info.runAs;
-    const bindable = (bind: Bind) =>
-      runAs === undefined ||
-      reachableBy(bind.source, runAs) ||
-      (info.staging !== undefined && readableItself(bind.source, runAs));
-    if (networked || ownNode.binds.every(bindable)) {
-      binds.push(...ownNode.binds);
-      if (ownNode.pathDir) pathDirs.push(ownNode.pathDir);
-    }
-    const { userBinds, trustEnv } = this.#userBinds(isolated, bindable);
-    return {
-      command,
-      grants,
-      networked,
-      layered,
-      install,
-      isolated,
-      setupBind,
-      mounted,
-      binds,
-      pathDirs,
-      userBinds,
-      trustEnv,
-      lookInside,
+    const context = {
+      config: this.#config,
+      roots: this.#roots,
+      setup: this.#setup,
+      extraBinds: this.#extraBinds,
+      copies: this.#copies,
+      shown: this.#shown,
     };
-  }
-
-  /** The spec's mounts (copies for `copy` mounts) and the host's TLS trust the sandbox may see. */
-  #userBinds(
-    isolated: boolean,
-    bindable: (bind: Bind) => boolean,
-  ): { userBinds: Bind[]; trustEnv: Record<string, string> } {
-    const { spec } = this.#config;
-    const userBinds: Bind[] = (isolated ? [] : (spec.mounts ?? [])).map((m, index): Bind => {
-      if (m.mode !== 'copy') return { source: m.hostPath, dest: m.sandboxPath, mode: m.mode };
-      // Never the original: a copy mount the host did not stage is an error, not a live bind.
-      const copy = this.#copies.get(index);
-      if (copy === undefined) throw new SandboxFailureError('copy mount not staged', { code: 'E_COPY' });
-      return { source: copy, dest: m.sandboxPath, mode: 'rw' };
-    });
-    // The host's TLS trust: a variable crosses only when the sandbox can see what it names.
-    const trustEnv: Record<string, string> = {};
-    for (const entry of this.#config.tlsTrust?.entries ?? []) {
-      const needed = entry.binds.filter((bind) => isHidden(bind.source, this.#roots));
-      if (!needed.every(bindable)) continue;
-      userBinds.push(...needed);
-      trustEnv[entry.name] = entry.value;
-    }
-
-    return { userBinds, trustEnv };
+    return planView(context, requested, options, extras);
   }
 
   /** The sandbox's whole environment: the allowlist and what the view needs, nothing else. */

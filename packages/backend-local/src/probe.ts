@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { delimiter } from 'node:path';
 import { BackendUnavailableError } from '@mcpsandbox/core';
 import { findOnPath } from '@mcpsandbox/host-side';
-import { isSeccompArch, type SeccompArch } from './seccomp.js';
+import { isSeccompArch, type SeccompArch } from './filter/syscalls.js';
 
 /** bubblewrap 0.8.0 added `--disable-userns`, which the sandbox relies on. */
 export const MIN_BWRAP_VERSION = '0.8.0';

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createLocalBackend, createNoneBackend } from '../src/index.js';
+import { runSeccompFilter } from '../src/filter/bpf.js';
+import { buildSeccompFilter } from '../src/filter/build.js';
 import {
   AF_INET,
   AF_INET6,
@@ -8,24 +9,25 @@ import {
   AF_PACKET,
   AF_UNIX,
   AF_VSOCK,
-  allowedSyscallsOf,
-  auditArchOf,
-  buildSeccompFilter,
   ENOSYS,
   EPERM,
-  filterSize,
   PR_SET_PDEATHSIG,
-  runSeccompFilter,
   SECCOMP_RET_ALLOW,
   SECCOMP_RET_ERRNO,
   SECCOMP_RET_KILL_PROCESS,
-  type SeccompArch,
   SOCK_DGRAM,
   SOCK_RAW,
   SOCK_SEQPACKET,
   SOCK_STREAM,
+} from '../src/filter/constants.js';
+import {
+  allowedSyscallsOf,
+  auditArchOf,
+  filterSize,
+  type SeccompArch,
   syscallNumber,
-} from '../src/seccomp.js';
+} from '../src/filter/syscalls.js';
+import { createLocalBackend, createNoneBackend } from '../src/index.js';
 import { run } from './helpers.js';
 
 const ALLOW = SECCOMP_RET_ALLOW;

@@ -1,12 +1,52 @@
 /** Each sandbox's own directory under the state directory: who owns it, and sweeping those a killed bridge left. */
-import { closeSync, constants, fstatSync, openSync, readdirSync } from 'node:fs';
-import { closeDir, type OpenDir, openDirAt, readFileAt, removeAt, STATE_PREFIX } from '@mcpsandbox/host-side';
+import { chmodSync, closeSync, constants, fstatSync, mkdtempSync, openSync, readdirSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { SandboxFailureError } from '@mcpsandbox/core';
+import {
+  closeDir,
+  type OpenDir,
+  openDirAt,
+  readFileAt,
+  removeAt,
+  STATE_PREFIX,
+  writeFileAt,
+} from '@mcpsandbox/host-side';
 
 export const OWNER_FILE = '.owner-pid';
 
 /** Opens a directory the host configured (the state dir), following it if it is a symlink. */
 export function openDirPlain(path: string): number {
   return openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);
+}
+
+/**
+ * Makes a sandbox's own directory under the state directory, with its owner file; returns it and
+ * what fstat said of it, so that close() removes that directory and no other.
+ */
+export function makeSandboxRoot(
+  stateDir: string,
+  runAs: { readonly uid: number; readonly gid: number } | undefined,
+): { readonly root: string; readonly rootId: { readonly dev: number; readonly ino: number } } {
+  // The root stays ours: only home/ inside it is the sandbox's (and the only part on disk;
+  // /tmp and /dev/shm are capped tmpfs that vanish with the sandbox's mount namespace).
+  // As root the sandbox user needs to pass through it (0711) but not to list or change it.
+  const path = mkdtempSync(join(stateDir, STATE_PREFIX));
+  let root: OpenDir | undefined;
+  try {
+    chmodSync(path, runAs ? 0o711 : 0o700);
+    const state = openDirPlain(stateDir);
+    try {
+      root = openDirAt({ fd: state, stat: fstatSync(state) }, basename(path));
+    } finally {
+      closeSync(state);
+    }
+    if (!root) throw new SandboxFailureError(`${path} vanished`, { code: 'E_STATE_DIR' });
+    // Who owns this directory: a later sandbox removes it if this process dies without close().
+    writeFileAt(root, OWNER_FILE, String(process.pid));
+    return { root: path, rootId: { dev: root.stat.dev, ino: root.stat.ino } };
+  } finally {
+    closeDir(root);
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * The seccomp filter every sandboxed process runs under, as classic BPF bytes for
- * `bwrap --seccomp FD`. Assembled here so that no build needs libseccomp.
+ * The system calls of the seccomp filter every sandboxed process runs under, per architecture.
+ * filter/build.ts assembles them into classic BPF, so that no build needs libseccomp.
  *
  * An allowlist: a system call runs only when the table below names it; any other gets ENOSYS
  * (so that libc falls back, as it does from clone3 to clone). The table starts from Docker's
@@ -320,7 +320,7 @@ const ALLOWED: readonly Entry[] = [
 /** Allowed only on riscv64: JIT compilers must flush the instruction cache there. */
 const RISCV64_ONLY: readonly number[] = [258 /* riscv_hwprobe */, 259 /* riscv_flush_icache */];
 
-type Check =
+export type Check =
   /** socket(): AF_INET and AF_INET6 streams (TCP) and datagrams (UDP, ping), and AF_NETLINK's
    * NETLINK_ROUTE that getifaddrs() reads. No AF_UNIX (host services on filesystem sockets),
    * no packet, raw or vsock sockets, no other protocol modules. */
@@ -339,7 +339,7 @@ type Check =
   /** open and openat: the mode counts only when the flags create a file. */
   | { readonly kind: 'openMode'; readonly flagsArg: number; readonly modeArg: number };
 
-const CHECKED: readonly (readonly [
+export const CHECKED: readonly (readonly [
   name: string,
   x64: number | null,
   generic: number | null,
@@ -368,57 +368,11 @@ interface ArchTable {
   readonly x32Bit?: number;
 }
 
-const ARCHES: Record<SeccompArch, ArchTable> = {
+export const ARCHES: Record<SeccompArch, ArchTable> = {
   x64: { auditArch: 0xc000003e, column: 1, x32Bit: 0x40000000 },
   arm64: { auditArch: 0xc00000b7, column: 2 },
   riscv64: { auditArch: 0xc00000f3, column: 2, extra: RISCV64_ONLY },
 };
-
-export const AF_UNIX = 1;
-export const AF_INET = 2;
-export const AF_INET6 = 10;
-export const AF_NETLINK = 16;
-export const AF_PACKET = 17;
-export const AF_VSOCK = 40;
-export const SOCK_STREAM = 1;
-export const SOCK_DGRAM = 2;
-export const SOCK_RAW = 3;
-export const SOCK_SEQPACKET = 5;
-const SOCK_TYPE_MASK = 0xf;
-const IPPROTO_ICMP = 1;
-const IPPROTO_TCP = 6;
-const IPPROTO_UDP = 17;
-const IPPROTO_ICMPV6 = 58;
-const NETLINK_ROUTE = 0;
-/** CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET. */
-export const CLONE_NAMESPACES = 0x7e020000;
-export const PR_SET_PDEATHSIG = 1;
-const SIGKILL = 9;
-export const S_ISUID = 0o4000;
-export const S_ISGID = 0o2000;
-/** O_CREAT and __O_TMPFILE, the same on every architecture here. */
-const O_CREATES = 0o100 | 0o20000000;
-
-export const EPERM = 1;
-export const ENOSYS = 38;
-
-export const SECCOMP_RET_KILL_PROCESS = 0x80000000;
-export const SECCOMP_RET_ERRNO = 0x00050000;
-export const SECCOMP_RET_ALLOW = 0x7fff0000;
-
-// Offsets into struct seccomp_data { int nr; u32 arch; u64 ip; u64 args[6]; } (little-endian).
-// Every argument checked here is an int or smaller for the kernel: the low 32 bits decide.
-const OFFSET_NR = 0;
-const OFFSET_ARCH = 4;
-const argLow = (index: number) => 16 + 8 * index;
-
-const BPF_LD_W_ABS = 0x20;
-const BPF_ALU_AND_K = 0x54;
-const BPF_JA = 0x05;
-const BPF_JEQ_K = 0x15;
-const BPF_JGE_K = 0x35;
-const BPF_JSET_K = 0x45;
-const BPF_RET_K = 0x06;
 
 export function isSeccompArch(arch: string): arch is SeccompArch {
   return Object.hasOwn(ARCHES, arch);
@@ -444,244 +398,6 @@ export function filterSize(arch: SeccompArch): { readonly allowed: number; reado
     allowed: allowedSyscallsOf(arch).length,
     checked: CHECKED.filter((entry) => entry[column] !== null).length,
   };
-}
-
-type Step =
-  | { readonly op: 'load'; readonly offset: number }
-  | { readonly op: 'and'; readonly k: number }
-  | { readonly op: 'jeq' | 'jge' | 'jset'; readonly k: number; readonly yes: string; readonly no?: string }
-  | { readonly op: 'ja'; readonly to: string }
-  | { readonly op: 'ret'; readonly k: number }
-  | { readonly op: 'label'; readonly name: string };
-
-const ALLOW: Step = { op: 'ret', k: SECCOMP_RET_ALLOW };
-const REFUSE: Step = { op: 'ret', k: SECCOMP_RET_ERRNO | EPERM };
-
-/** Returns the filter for `arch` as `struct sock_filter[]` bytes. */
-export function buildSeccompFilter(arch: SeccompArch): Uint8Array {
-  const table = ARCHES[arch];
-  const kill: Step = { op: 'ret', k: SECCOMP_RET_KILL_PROCESS };
-  const steps: Step[] = [
-    // A process of another ABI (i386 on x86_64, say) would use other numbers: kill it.
-    { op: 'load', offset: OFFSET_ARCH },
-    { op: 'jeq', k: table.auditArch, yes: 'native', no: 'foreign' },
-    { op: 'label', name: 'foreign' },
-    kill,
-    { op: 'label', name: 'native' },
-    { op: 'load', offset: OFFSET_NR },
-  ];
-  if (table.x32Bit !== undefined) {
-    steps.push({ op: 'jset', k: table.x32Bit, yes: 'x32', no: 'calls' }, { op: 'label', name: 'x32' }, kill);
-    steps.push({ op: 'label', name: 'calls' });
-  }
-  const targets: Target[] = allowedSyscallsOf(arch).map((nr) => ({ nr }));
-  for (const [, x64, generic, check] of CHECKED) {
-    const nr = table.column === 1 ? x64 : generic;
-    if (nr !== null) targets.push({ nr, check });
-  }
-  targets.sort((a, b) => a.nr - b.nr);
-  let labels = 0;
-  const fresh = (what: string) => `${what}${labels++}`;
-  emitTree(steps, targets, fresh);
-  return assemble(steps);
-}
-
-interface Target {
-  readonly nr: number;
-  readonly check?: Check;
-}
-
-/**
- * A binary search over the sorted numbers (the accumulator holds the call's number), with small
- * linear leaves that end in their own return, so that no jump goes far.
- */
-function emitTree(steps: Step[], targets: readonly Target[], fresh: (what: string) => string): void {
-  if (targets.length <= 4) {
-    const hits = targets.map((target) => ({ target, label: fresh('hit') }));
-    for (const { target, label } of hits) steps.push({ op: 'jeq', k: target.nr, yes: label });
-    steps.push({ op: 'ret', k: SECCOMP_RET_ERRNO | ENOSYS });
-    for (const { target, label } of hits) {
-      steps.push({ op: 'label', name: label });
-      if (target.check) emitCheck(steps, target.check, fresh);
-      else steps.push(ALLOW);
-    }
-    return;
-  }
-  const middle = Math.floor(targets.length / 2);
-  const high = fresh('high');
-  const jump = fresh('jump');
-  const low = fresh('low');
-  steps.push(
-    { op: 'jge', k: (targets[middle] as Target).nr, yes: jump, no: low },
-    { op: 'label', name: jump },
-    { op: 'ja', to: high },
-    { op: 'label', name: low },
-  );
-  emitTree(steps, targets.slice(0, middle), fresh);
-  steps.push({ op: 'label', name: high });
-  emitTree(steps, targets.slice(middle), fresh);
-}
-
-function emitCheck(steps: Step[], check: Check, fresh: (what: string) => string): void {
-  const allow = fresh('allow');
-  const refuse = fresh('refuse');
-  const oneOf = (values: readonly number[], yes: string) => {
-    for (const k of values) steps.push({ op: 'jeq', k, yes });
-  };
-  switch (check.kind) {
-    case 'socket': {
-      const inet = fresh('inet');
-      const netlink = fresh('netlink');
-      const stream = fresh('stream');
-      const dgram = fresh('dgram');
-      steps.push({ op: 'load', offset: argLow(0) });
-      oneOf([AF_INET, AF_INET6], inet);
-      steps.push({ op: 'jeq', k: AF_NETLINK, yes: netlink }, { op: 'ja', to: refuse });
-      steps.push({ op: 'label', name: inet }, { op: 'load', offset: argLow(1) });
-      steps.push({ op: 'and', k: SOCK_TYPE_MASK });
-      steps.push({ op: 'jeq', k: SOCK_STREAM, yes: stream }, { op: 'jeq', k: SOCK_DGRAM, yes: dgram });
-      steps.push({ op: 'ja', to: refuse });
-      steps.push({ op: 'label', name: stream }, { op: 'load', offset: argLow(2) });
-      oneOf([0, IPPROTO_TCP], allow);
-      steps.push({ op: 'ja', to: refuse });
-      steps.push({ op: 'label', name: dgram }, { op: 'load', offset: argLow(2) });
-      oneOf([0, IPPROTO_UDP, IPPROTO_ICMP, IPPROTO_ICMPV6], allow);
-      steps.push({ op: 'ja', to: refuse });
-      steps.push({ op: 'label', name: netlink }, { op: 'load', offset: argLow(2) });
-      oneOf([NETLINK_ROUTE], allow);
-      steps.push({ op: 'ja', to: refuse });
-      break;
-    }
-    case 'socketpair': {
-      const unix = fresh('unix');
-      steps.push({ op: 'load', offset: argLow(0) }, { op: 'jeq', k: AF_UNIX, yes: unix, no: refuse });
-      steps.push({ op: 'label', name: unix }, { op: 'load', offset: argLow(1) });
-      steps.push({ op: 'and', k: SOCK_TYPE_MASK });
-      oneOf([SOCK_STREAM, SOCK_SEQPACKET], allow);
-      steps.push({ op: 'ja', to: refuse });
-      break;
-    }
-    case 'clone':
-      steps.push({ op: 'load', offset: argLow(0) }, { op: 'jset', k: CLONE_NAMESPACES, yes: refuse });
-      steps.push({ op: 'ja', to: allow });
-      break;
-    case 'prctl': {
-      const pdeathsig = fresh('pdeathsig');
-      steps.push(
-        { op: 'load', offset: argLow(0) },
-        { op: 'jeq', k: PR_SET_PDEATHSIG, yes: pdeathsig, no: allow },
-      );
-      steps.push({ op: 'label', name: pdeathsig }, { op: 'load', offset: argLow(1) });
-      steps.push({ op: 'jeq', k: SIGKILL, yes: allow, no: refuse });
-      break;
-    }
-    case 'mode':
-      steps.push(
-        { op: 'load', offset: argLow(check.arg) },
-        { op: 'jset', k: S_ISUID | S_ISGID, yes: refuse },
-      );
-      steps.push({ op: 'ja', to: allow });
-      break;
-    case 'openMode': {
-      const creates = fresh('creates');
-      steps.push({ op: 'load', offset: argLow(check.flagsArg) });
-      steps.push({ op: 'jset', k: O_CREATES, yes: creates, no: allow });
-      steps.push({ op: 'label', name: creates }, { op: 'load', offset: argLow(check.modeArg) });
-      steps.push({ op: 'jset', k: S_ISUID | S_ISGID, yes: refuse });
-      steps.push({ op: 'ja', to: allow });
-      break;
-    }
-  }
-  steps.push({ op: 'label', name: allow }, ALLOW, { op: 'label', name: refuse }, REFUSE);
-}
-
-function assemble(steps: readonly Step[]): Uint8Array {
-  const labels = new Map<string, number>();
-  let count = 0;
-  for (const step of steps) {
-    if (step.op === 'label') {
-      if (labels.has(step.name)) throw new Error(`duplicate seccomp label ${step.name}`);
-      labels.set(step.name, count);
-    } else count++;
-  }
-  // The kernel takes at most 4096 instructions (BPF_MAXINSNS).
-  if (count > 4096) throw new Error('seccomp filter too long');
-  const out = new Uint8Array(count * 8);
-  const view = new DataView(out.buffer);
-  let index = 0;
-  const offsetTo = (label: string): number => {
-    const target = labels.get(label);
-    if (target === undefined || target <= index) throw new Error(`bad seccomp label ${label}`);
-    return target - index - 1;
-  };
-  const jump = (label: string | undefined): number => {
-    if (label === undefined) return 0;
-    const offset = offsetTo(label);
-    if (offset > 255) throw new Error('seccomp jump too far');
-    return offset;
-  };
-  for (const step of steps) {
-    if (step.op === 'label') continue;
-    let code: number;
-    let jt = 0;
-    let jf = 0;
-    let k: number;
-    if (step.op === 'load') {
-      code = BPF_LD_W_ABS;
-      k = step.offset;
-    } else if (step.op === 'and') {
-      code = BPF_ALU_AND_K;
-      k = step.k;
-    } else if (step.op === 'ret') {
-      code = BPF_RET_K;
-      k = step.k;
-    } else if (step.op === 'ja') {
-      code = BPF_JA;
-      k = offsetTo(step.to);
-    } else {
-      code = step.op === 'jeq' ? BPF_JEQ_K : step.op === 'jge' ? BPF_JGE_K : BPF_JSET_K;
-      jt = jump(step.yes);
-      jf = jump(step.no);
-      k = step.k;
-    }
-    const at = index * 8;
-    view.setUint16(at, code, true);
-    view.setUint8(at + 2, jt);
-    view.setUint8(at + 3, jf);
-    view.setUint32(at + 4, k >>> 0, true);
-    index++;
-  }
-  return out;
-}
-
-/** What the filter decides for one call; a small interpreter of the same bytes, for tests. */
-export function runSeccompFilter(
-  program: Uint8Array,
-  data: { readonly nr: number; readonly arch: number; readonly args?: readonly number[] },
-): number {
-  const view = new DataView(program.buffer, program.byteOffset, program.byteLength);
-  const input = new DataView(new ArrayBuffer(64));
-  input.setInt32(OFFSET_NR, data.nr, true);
-  input.setUint32(OFFSET_ARCH, data.arch >>> 0, true);
-  (data.args ?? []).forEach((arg, index) => {
-    input.setUint32(argLow(index), arg >>> 0, true);
-  });
-  let a = 0;
-  for (let pc = 0; pc * 8 < program.length; pc++) {
-    const code = view.getUint16(pc * 8, true);
-    const jt = view.getUint8(pc * 8 + 2);
-    const jf = view.getUint8(pc * 8 + 3);
-    const k = view.getUint32(pc * 8 + 4, true);
-    if (code === BPF_LD_W_ABS) a = input.getUint32(k, true);
-    else if (code === BPF_ALU_AND_K) a = (a & k) >>> 0;
-    else if (code === BPF_RET_K) return k;
-    else if (code === BPF_JA) pc += k;
-    else if (code === BPF_JEQ_K) pc += a === k ? jt : jf;
-    else if (code === BPF_JGE_K) pc += a >= k ? jt : jf;
-    else if (code === BPF_JSET_K) pc += (a & k) !== 0 ? jt : jf;
-    else throw new Error(`unknown BPF opcode ${code}`);
-  }
-  throw new Error('BPF program fell off its end');
 }
 
 export function auditArchOf(arch: SeccompArch): number {

@@ -1,0 +1,138 @@
+/**
+ * The npx install step of a sandbox (`prepare()`): the cached install, in the background worker
+ * or in this process, and a writable copy of the server's own package over its cache entry.
+ */
+import { chownSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  defaultPinLockFile,
+  type ExecOptions,
+  type PrepareOptions,
+  pinNpxSpec,
+  type RegistryTrust,
+  SandboxFailureError,
+} from '@mcpsandbox/core';
+import { type Bind, prepareNpx, type StateDirs } from '@mcpsandbox/host-side';
+import type { SpawnedProcess } from '../child-process.js';
+import type { SandboxConfig, SpawnExtras } from '../session/config.js';
+import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './launch.js';
+
+/** What the install step needs of its sandbox. */
+export interface InstallContext {
+  readonly config: SandboxConfig;
+  /** The sandbox's own directory on the host. */
+  readonly root: string;
+  readonly state: StateDirs | undefined;
+  /** Binds every later exec gets: prepare() adds the installed package (and its writable copy). */
+  readonly extraBinds: Bind[];
+  readonly spawn: (
+    requested: readonly string[],
+    options: ExecOptions,
+    extras: SpawnExtras,
+  ) => Promise<SpawnedProcess>;
+}
+
+export async function prepareCommand(
+  context: InstallContext,
+  command: readonly string[],
+  options: PrepareOptions,
+): Promise<readonly string[]> {
+  const inline = context.config.inlineInstall;
+  const worker = inline ? undefined : installWorkerPath();
+  const npm = context.config.npm;
+  const result = await prepareNpx(command, options, {
+    cache: npm,
+    runAs: context.config.info.runAs,
+    onEvent: context.config.spec.onEvent,
+    logger: context.config.logger,
+    // The worker gets the spec already pinned by the start that asked for it.
+    ...(inline
+      ? {}
+      : {
+          pin: (spec: string, registry: string, trust: RegistryTrust) =>
+            pinNpxSpec(spec, {
+              registry,
+              trust,
+              lockFile: defaultPinLockFile(context.config.hostEnv, context.config.hostHome),
+              logger: context.config.logger,
+            }),
+        }),
+    ...(worker
+      ? {
+          background: (spec: string, registry: string) =>
+            startInstallWorker(
+              worker,
+              {
+                spec,
+                registry,
+                cacheRoot: npm.cacheRoot,
+                installHosts: npm.installHosts ?? [],
+                installEnv: npm.installEnv ?? {},
+                userCache: npm.userCache !== undefined,
+                stateDir: context.config.stateDir,
+                ...(npm.userCache?.stateRoot ? { stateRoot: npm.userCache.stateRoot } : {}),
+                deadlineMs: INSTALL_DEADLINE_MS,
+                ...(context.config.runAsWhenRoot ? { runAsWhenRoot: context.config.runAsWhenRoot } : {}),
+              },
+              context.config.hostEnv,
+            ),
+        }
+      : {}),
+    install: (argv, binds, network, env, onEvent) =>
+      context.spawn(argv, { network, env }, { binds, install: true, onEvent }),
+  });
+  if (result.bind) context.extraBinds.push(result.bind);
+  if (result.bind && result.package) await writableLayer(context, result.bind, result.package, options);
+  return result.command;
+}
+
+/**
+ * A server that writes next to its own code (server-memory keeps memory.jsonl in its dist/)
+ * gets a writable copy of its own package directory over the read-only cache entry: kept in
+ * its named state across sessions, or in this session's directory. The copy is made inside a
+ * sandbox (no network, no environment, no mounts), so the host never walks what the install
+ * scripts wrote.
+ */
+async function writableLayer(
+  context: InstallContext,
+  cache: Bind,
+  pkg: { readonly key: string; readonly dir: string },
+  options: PrepareOptions,
+): Promise<void> {
+  let copy: { readonly dir: string; readonly fresh: boolean };
+  if (context.state) copy = context.state.packageCopy(pkg.key);
+  else {
+    const dir = join(context.root, 'pkg');
+    mkdirSync(dir, { mode: 0o700 });
+    const runAs = context.config.info.runAs;
+    if (runAs) chownSync(dir, runAs.uid, runAs.gid);
+    copy = { dir, fresh: true };
+  }
+  if (copy.fresh) {
+    const target = '/run/mcp-sandbox/writable';
+    const proc = await context.spawn(
+      ['cp', '-R', '-P', '--preserve=mode,timestamps', `${pkg.dir}/.`, `${target}/`],
+      { network: { allow: [] } },
+      { binds: [cache, { source: copy.dir, dest: target, mode: 'rw' }], install: true },
+    );
+    void proc.closeStdin();
+    let said = '';
+    const drain = async (stream: AsyncIterable<Uint8Array>) => {
+      for await (const chunk of stream) said = (said + Buffer.from(chunk).toString()).slice(-1000);
+    };
+    const [status] = await Promise.all([proc.exit, drain(proc.stdout), drain(proc.stderr)]);
+    options.signal?.throwIfAborted();
+    if (status.code !== 0) {
+      throw new SandboxFailureError(
+        `could not make the server's package writable (cp exited ${status.code ?? status.signal}): ${said.trim()}`,
+        { code: 'E_PREPARE' },
+      );
+    }
+  }
+  context.config.spec.onEvent?.({
+    type: 'writable-package',
+    dir: pkg.dir,
+    persistent: context.state !== undefined,
+  });
+  context.extraBinds.push({ source: copy.dir, dest: pkg.dir, mode: 'rw' });
+}

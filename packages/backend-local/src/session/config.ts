@@ -1,0 +1,208 @@
+/**
+ * The backend's options, parsed once when it is made, and the configuration of each sandbox,
+ * built from them, the probe's result and the sandbox's spec.
+ */
+import { homedir, tmpdir } from 'node:os';
+import { type Logger, type SandboxEvent, type SandboxSpec, silentLogger } from '@mcpsandbox/core';
+import { type Dialer, type NetGrant, parseGrant, type Resolver } from '@mcpsandbox/egress';
+import {
+  type Bind,
+  checkMountsSpareHostState,
+  checkStateName,
+  defaultNpmCache,
+  defaultStateRoot,
+  hiddenRoots,
+  type NpxCacheOptions,
+  planTlsTrust,
+  STATE_PREFIX,
+  type TlsTrust,
+  tlsTrustNames,
+  unwritableMountWarnings,
+} from '@mcpsandbox/host-side';
+import { type LimitPlan, planLimits } from '../limits.js';
+import type { LocalBackendOptions } from '../options.js';
+import type { LocalSandboxInfo } from '../probe.js';
+import {
+  checkMounts,
+  DEFAULT_MAX_PROCESSES,
+  DEFAULT_SHM_SIZE,
+  DEFAULT_TMP_SIZE,
+  numberSetting,
+  parseGrants,
+  parseInstallEnv,
+  sizeSetting,
+} from '../settings.js';
+import { readHardLimits } from './process-helpers.js';
+
+/** What `createLocalBackend` parses from its options before any sandbox exists. */
+export interface BackendSettings {
+  readonly logger: Logger;
+  readonly hostEnv: Readonly<Record<string, string | undefined>>;
+  readonly settings: Readonly<Record<string, string>>;
+  readonly stateName: string | undefined;
+  readonly autoMount: boolean;
+  readonly installHosts: string[];
+  readonly installEnv: Record<string, string>;
+  readonly tmpSize: number;
+  readonly shmSize: number;
+  readonly tlsTrust: boolean;
+  readonly trustNote: string;
+}
+
+export function backendSettings(options: LocalBackendOptions): BackendSettings {
+  const logger = options.logger ?? silentLogger;
+  const hostEnv = options.hostEnv ?? process.env;
+  // `--backend-option key=value`: stateDir, npmCacheDir, npmRegistry, npmUserCache, maxProcesses, tmpSize, shmSize,
+  // stateRoot; and from run's own flags: state (--state), autoMount (--no-auto-mount).
+  const settings = options.settings ?? {};
+  const stateName = settings.state === undefined ? undefined : checkStateName(settings.state);
+  const autoMount = settings.autoMount !== 'false';
+  // `--install-allow-net`: hosts the npx install step may reach besides the registry.
+  const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
+  for (const host of installHosts) parseGrant(host);
+  const installEnv = options.installEnv ?? parseInstallEnv(settings.installEnv);
+  const tmpSize = options.tmpSizeBytes ?? sizeSetting(settings, 'tmpSize') ?? DEFAULT_TMP_SIZE;
+  const shmSize = options.shmSizeBytes ?? sizeSetting(settings, 'shmSize') ?? DEFAULT_SHM_SIZE;
+  const tlsTrust =
+    options.hostTlsTrust ?? !['off', 'false', '0', 'no'].includes(settings.hostTlsTrust ?? 'on');
+  const trustNames = tlsTrust ? tlsTrustNames(hostEnv) : [];
+  const trustNote = trustNames.length > 0 ? `; host TLS trust: ${trustNames.join(', ')}` : '';
+  return {
+    logger,
+    hostEnv,
+    settings,
+    stateName,
+    autoMount,
+    installHosts,
+    installEnv,
+    tmpSize,
+    shmSize,
+    tlsTrust,
+    trustNote,
+  };
+}
+
+/** One sandbox's configuration: its spec checked, its limits planned, where its files go. */
+export function sandboxConfig(
+  spec: SandboxSpec,
+  found: LocalSandboxInfo,
+  options: LocalBackendOptions,
+  backend: BackendSettings,
+): SandboxConfig {
+  const { logger, hostEnv, settings, stateName, autoMount, tlsTrust, tmpSize, shmSize } = backend;
+  const { installHosts, installEnv } = backend;
+  const grants = parseGrants(spec.network?.allow);
+  checkMounts(spec.mounts ?? []);
+  const limits = planLimits(spec.limits, {
+    prlimit: found.prlimitPath !== undefined,
+    defaultMaxProcesses:
+      options.defaultMaxProcesses ?? numberSetting(settings, 'maxProcesses') ?? DEFAULT_MAX_PROCESSES,
+    hardLimits: readHardLimits(),
+  });
+  for (const note of limits.notes) logger.warn(note);
+  spec.onEvent?.({ type: 'limits', enforced: limits.enforced, notEnforced: limits.notEnforced });
+  const home = hostEnv.HOME ?? homedir();
+  const trust = tlsTrust ? planTlsTrust(hostEnv, hiddenRoots(home)) : undefined;
+  for (const note of trust?.notes ?? []) logger.warn(note);
+  const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
+  const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, found.runAs !== undefined);
+  // The fetch half of an install may use the user's own npm cache (`npmUserCache=off`: never).
+  const userCache =
+    settings.npmUserCache === 'off'
+      ? undefined
+      : { stateDir, statePrefix: STATE_PREFIX, stateRoot, hidden: [home, ...hiddenRoots(home)] };
+  const npm = npmOptions(
+    options,
+    settings,
+    hostEnv,
+    defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
+    { installHosts, installEnv, ...(userCache ? { userCache } : {}) },
+  );
+  checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
+  if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
+  for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
+  return {
+    spec,
+    info: found,
+    grants,
+    limits,
+    hostEnv,
+    hostHome: home,
+    stateDir,
+    ...(stateName ? { state: { root: stateRoot, name: stateName } } : {}),
+    autoMount,
+    tmpSize,
+    shmSize,
+    npm,
+    logger,
+    inlineInstall: options.inlineInstall === true,
+    ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+    ...(options.dial ? { dial: options.dial } : {}),
+    ...(trust ? { tlsTrust: trust } : {}),
+    denialHints: options.denialHints ?? !['off', 'false', '0', 'no'].includes(settings.denialHints ?? 'on'),
+  };
+}
+
+/** Where and how the npx install step installs: the cache, the registry, the install's own grants and env. */
+function npmOptions(
+  options: LocalBackendOptions,
+  settings: Readonly<Record<string, string>>,
+  hostEnv: Readonly<Record<string, string | undefined>>,
+  defaultCache: string,
+  install: {
+    readonly installHosts: string[];
+    readonly installEnv: Record<string, string>;
+    readonly userCache?: NpxCacheOptions['userCache'];
+  },
+): NpxCacheOptions {
+  const { installHosts, installEnv, userCache } = install;
+  const registry = options.npmRegistry ?? settings.npmRegistry;
+  return {
+    cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultCache,
+    hostEnv,
+    ...(installHosts.length > 0 ? { installHosts } : {}),
+    ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
+    ...(registry ? { registry } : {}),
+    ...(userCache ? { userCache } : {}),
+  };
+}
+
+export interface SandboxConfig {
+  readonly spec: SandboxSpec;
+  readonly info: LocalSandboxInfo;
+  readonly grants: readonly NetGrant[];
+  readonly limits: LimitPlan;
+  readonly hostEnv: Readonly<Record<string, string | undefined>>;
+  readonly hostHome: string;
+  readonly stateDir: string;
+  /** `--state <name>`: the home and package copies persist there across sessions. */
+  readonly state?: { readonly root: string; readonly name: string };
+  /** Show the server's own files (see `ownFiles`). */
+  readonly autoMount: boolean;
+  readonly tmpSize: number;
+  readonly shmSize: number;
+  readonly npm: NpxCacheOptions;
+  readonly logger: Logger;
+  readonly resolve?: Resolver;
+  readonly dial?: Dialer;
+  readonly tlsTrust?: TlsTrust;
+  readonly denialHints: boolean;
+  /** The background install worker itself: install here, no pinning (see LocalBackendOptions). */
+  readonly inlineInstall: boolean;
+  readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
+}
+
+/** Internal extras for one exec: install steps bind their cache entry read-write. */
+export interface SpawnExtras {
+  readonly binds?: readonly Bind[];
+  /**
+   * An install step: none of the spec's environment or mounts, no earlier cache entry, and a
+   * home of its own (in memory), so that install scripts see nothing of what the server gets.
+   */
+  readonly install?: boolean;
+  /** A `--setup` step: like an install step, but in the session's own home. */
+  readonly setup?: boolean;
+  /** Also told of this process's proxy decisions (an install step learns what it was refused). */
+  readonly onEvent?: (event: SandboxEvent) => void;
+}
