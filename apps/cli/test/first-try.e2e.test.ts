@@ -1,4 +1,14 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -31,6 +41,32 @@ describe('first-try problems are named at start, with the fix (local backend)', 
     expect(result.stderr).toContain('To let it write:');
     expect(result.stderr, result.stderr).toContain('DENIED');
   });
+
+  // Before, the offered fix as root was `chown 65534:65534 <project>`: the project lost its owner.
+  it.runIf(process.getuid?.() === 0)(
+    'as root: the offered fix keeps the owner, and after it the server writes the mount',
+    async () => {
+      const project = join(dir, 'project');
+      mkdirSync(project);
+      chmodSync(project, 0o755);
+      const write = ['--', 'sh', '-c', `echo hi > ${project}/made && echo WROTE >&2 || echo DENIED >&2`];
+      const before = await spawnBin(['run', '--mount', `${project}:rw`, ...write]).result;
+      // Control: without the fix the server really is refused.
+      expect(before.stderr, before.stderr).toContain('DENIED');
+      const fix = /To let it write: (setfacl \S+ \S+ \S+ \S+)/.exec(before.stderr)?.[1];
+      expect(fix, before.stderr).toBeDefined();
+      expect(before.stderr).not.toContain('chown');
+      execFileSync('/bin/sh', ['-c', fix as string]);
+      const after = await spawnBin(['run', '--mount', `${project}:rw`, ...write]).result;
+      expect(after.stderr, after.stderr).toContain('WROTE');
+      expect(after.stderr).not.toContain('cannot write it');
+      // The project keeps its owner and mode bits; what the server made stays its owner's to edit.
+      expect(statSync(project).uid).toBe(0);
+      expect(readFileSync(join(project, 'made'), 'utf8')).toBe('hi\n');
+      const acl = execFileSync('getfacl', ['-pn', join(project, 'made')], { encoding: 'utf8' });
+      expect(acl).toMatch(/^user:0:rwx\s+#effective:rw-$/m);
+    },
+  );
 
   // Before: refused, "does not exist in the sandbox's read-only view" for any target outside
   // /tmp, /home, /mnt and /run.

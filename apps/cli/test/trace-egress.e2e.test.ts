@@ -18,20 +18,30 @@ const UNREACHABLE = 'api.example.invalid';
 const dir = mkdtempSync(join(tmpdir(), 'mcpsandbox-trace-egress-'));
 let upstream: Server;
 let port: number;
+/** A port on this host nothing listens on: granted (as 127.0.0.1), refused by the kernel. */
+let closed: number;
 
 beforeAll(async () => {
   upstream = createServer((_req, res) => res.end('ok'));
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   port = (upstream.address() as { port: number }).port;
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  closed = (probe.address() as { port: number }).port;
+  await new Promise((resolve) => probe.close(resolve));
 });
 afterAll(() => {
   upstream.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** One session of `server`, calling `fetch` on each URL; the tool results' texts. */
-async function session(server: string, trace: string, urls: string[]): Promise<string[]> {
-  const { client } = await connect([
+/** One session of `server`, calling `fetch` on each URL; the tool results' texts and stderr. */
+async function session(
+  server: string,
+  trace: string,
+  urls: string[],
+): Promise<string[] & { stderr?: string }> {
+  const { client, stderr } = await connect([
     '--mount',
     `${REPO}:ro`,
     '--allow-net',
@@ -44,7 +54,7 @@ async function session(server: string, trace: string, urls: string[]): Promise<s
     'node',
     server,
   ]);
-  const texts: string[] = [];
+  const texts: string[] & { stderr?: string } = [];
   try {
     for (const url of urls) {
       const result = await client.callTool({ name: 'fetch', arguments: { url } }, undefined, {
@@ -58,6 +68,7 @@ async function session(server: string, trace: string, urls: string[]): Promise<s
   for (let i = 0; i < 100 && !traceRecords(trace).some((r) => r.type === 'session-end'); i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
+  texts.stderr = stderr();
   return texts;
 }
 
@@ -70,13 +81,24 @@ function summary(trace: string, json = false): string {
 describe('trace: egress per host', () => {
   it('a granted host the host side cannot reach: the tool says fetch failed, and trace shows the failure and why', async () => {
     const trace = join(dir, 'unreachable.jsonl');
-    const [text] = await session(FETCH_SERVER, trace, [`https://${UNREACHABLE}/v1`]);
-    // What the server sees: a connection that went nowhere.
-    expect(text).toMatch(/^fetch failed/);
+    const texts = await session(FETCH_SERVER, trace, [
+      `https://${UNREACHABLE}/v1`,
+      `https://${UNREACHABLE}/v2`,
+    ]);
+    // What the server sees: a connection that went nowhere, twice.
+    expect(texts[0]).toMatch(/^fetch failed/);
+    expect(texts[1]).toMatch(/^fetch failed/);
+    // What the user sees: one line, once for the host, with the host side's reason.
+    const said = (texts.stderr ?? '').split('\n').filter((l) => l.includes('granted but unreachable'));
+    expect(said).toEqual([
+      expect.stringMatching(
+        /^mcp-sandbox: warning: api\.example\.invalid is granted but unreachable from this host: it does not resolve here \([A-Z_]+\)$/,
+      ),
+    ]);
     const out = summary(trace);
     expect(out).toMatch(
       new RegExp(
-        `^egress:\\n {2}${UNREACHABLE.replace(/\./g, '\\.')} {2}allowed 0, denied 0, failed 1 \\(cannot resolve: [A-Z_]+\\)$`,
+        `^egress:\\n {2}${UNREACHABLE.replace(/\./g, '\\.')} {2}allowed 0, denied 0, failed 2 \\(cannot resolve: [A-Z_]+\\)$`,
         'm',
       ),
     );
@@ -85,7 +107,7 @@ describe('trace: egress per host', () => {
       [UNREACHABLE]: {
         allowed: 0,
         denied: 0,
-        failed: 1,
+        failed: 2,
         reasons: [expect.stringMatching(/^cannot resolve: /)],
       },
     });
@@ -98,9 +120,12 @@ describe('trace: egress per host', () => {
       `http://127.0.0.1:${port}/again`,
       'http://not-granted.example.com/',
       `http://${UNREACHABLE}/`,
+      `http://127.0.0.1:${closed}/`,
     ]);
     // Control: each attempt really went out and got the answer the counts say.
-    expect(replies.map((r) => (JSON.parse(r) as { status?: number }).status)).toEqual([200, 200, 403, 403]);
+    expect(replies.map((r) => (JSON.parse(r) as { status?: number }).status)).toEqual([
+      200, 200, 403, 403, 502,
+    ]);
     const [s] = (
       JSON.parse(summary(trace, true)) as {
         sessions: Array<{
@@ -108,7 +133,7 @@ describe('trace: egress per host', () => {
         }>;
       }
     ).sessions;
-    expect(s?.egress['127.0.0.1']).toEqual({ allowed: 2, denied: 0, failed: 0, reasons: [] });
+    expect(s?.egress['127.0.0.1']).toEqual({ allowed: 3, denied: 0, failed: 1, reasons: ['ECONNREFUSED'] });
     expect(s?.egress['not-granted.example.com']).toEqual({
       allowed: 0,
       denied: 1,
@@ -118,6 +143,11 @@ describe('trace: egress per host', () => {
     expect(s?.egress[UNREACHABLE]).toMatchObject({ allowed: 0, denied: 0, failed: 1 });
     const out = summary(trace);
     expect(out).toContain('not-granted.example.com  allowed 0, denied 1, failed 0 (not granted)');
-    expect(out).toMatch(/127\.0\.0\.1 +allowed 2, denied 0, failed 0$/m);
+    expect(out).toMatch(/127\.0\.0\.1 +allowed 3, denied 0, failed 1 \(ECONNREFUSED\)$/m);
+    // The refused connect after an allow is said on stderr, once, with its code.
+    const said = (replies.stderr ?? '').split('\n').filter((l) => l.includes('granted but unreachable'));
+    expect(said).toContain(
+      `mcp-sandbox: warning: 127.0.0.1 is granted but unreachable from this host: connecting to it port ${closed} failed: ECONNREFUSED`,
+    );
   });
 });

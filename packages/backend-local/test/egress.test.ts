@@ -366,8 +366,23 @@ describe('the address checks hold on both paths', () => {
         );
       }
     }
-    // Granted names: refused for where they point, not for a missing grant, so no hint.
-    expect(session.warnings).toEqual([]);
+    // Granted names: refused for where they point, not for a missing grant, so no grant hint;
+    // one line each, once, naming the rule and the explicit-IP grant for who really means it.
+    expect(session.warnings.filter((w) => w.includes('not granted'))).toEqual([]);
+    for (const [name, why] of [
+      ['loopback.granted.test', 'loopback'],
+      ['private.granted.test', 'private'],
+      ['metadata.granted.test', 'link-local'],
+      ['self.granted.test', "this host's own address"],
+    ] as const) {
+      const said = session.warnings.filter((w) => w.startsWith(`${name} `));
+      expect(said, name).toHaveLength(1);
+      expect(said[0]).toMatch(
+        new RegExp(
+          `^${name.replace(/\./g, '\\.')} is granted but unreachable from this host: it resolves to (\\S+), which is refused \\(.*${why}.*\\); if you mean that address, grant it explicitly: --allow-net \\1$`,
+        ),
+      );
+    }
     expect(session.events.filter((e) => e.type === 'egress-denied')).toEqual([]);
   });
 
@@ -386,7 +401,7 @@ describe('the address checks hold on both paths', () => {
       port: 5432,
       via: 'proxy',
     });
-    expect(session.warnings).toEqual([
+    expect(session.warnings.filter((w) => w.includes('elsewhere.test'))).toEqual([
       'the server tried elsewhere.test:5432, which is not granted; to allow it: --allow-net elsewhere.test:5432',
     ]);
   });
@@ -419,7 +434,12 @@ describe("--allow-net '*' keeps its meaning", () => {
         reason: expect.stringContaining('link-local'),
       }),
     );
-    expect(session.warnings).toEqual([]);
+    // Under '*' too, the refused address is said once, with the rule; nothing else is.
+    expect(session.warnings).toEqual([
+      expect.stringMatching(
+        /^metadata\.granted\.test is granted but unreachable from this host: it resolves to \S+, which is refused \(.*link-local.*\); /,
+      ),
+    ]);
   });
 });
 

@@ -141,3 +141,56 @@ describe('a fix-it line built from a host the install script chose (issue 20, fi
     }
   });
 });
+
+describe('an install whose granted download host this machine cannot reach (issue 21)', () => {
+  // Before: after granting exactly the suggested host, the failure suggested the same
+  // `--install-allow-net` again, and npm's cause was under its lines (the ENOTFOUND unsaid).
+  it("puts npm's cause first, says the granted host does not resolve here, and does not suggest it again", {
+    timeout: 180_000,
+  }, async () => {
+    const host = 'prebuilds.example.invalid';
+    const registry = await startRegistry({ download: `http://${host}/prebuild.bin` }, 'download-install');
+    const cache = join(work, 'cache-unreachable');
+    try {
+      const child = spawn(
+        process.execPath,
+        [
+          BIN,
+          'run',
+          '--backend-option',
+          `npmRegistry=${registry.url}`,
+          '--backend-option',
+          `npmCacheDir=${cache}`,
+          '--install-allow-net',
+          host,
+          '--',
+          'npx',
+          '-y',
+          'download-install@1.0.0',
+        ],
+        { stdio: ['pipe', 'ignore', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const [code] = (await once(child, 'close')) as [number | null];
+      child.stdin.destroy();
+      expect(code).toBe(125);
+      // Control: the install script ran and asked the proxy for the granted host.
+      const log = /the whole install output: (\S+)/.exec(stderr)?.[1];
+      expect(readFileSync(log as string, 'utf8')).toContain('prebuild download failed');
+      const failure = stderr.slice(stderr.indexOf('installing download-install@1.0.0 failed'));
+      const lines = failure.split('\n');
+      expect(lines[1]).toBe('cause: an install script of download-install exited with code 1');
+      expect(failure).toMatch(
+        new RegExp(`\\n {2}${host.replace(/\./g, '\\.')}: does not resolve from this host \\(E[A-Z_]+\\)\\n`),
+      );
+      expect(failure).toContain('granting them again will not help');
+      expect(stderr).not.toContain(`--install-allow-net ${host}`);
+      expect(failure.indexOf('cause:')).toBeLessThan(failure.indexOf('npm said:'));
+    } finally {
+      await registry.close();
+    }
+  });
+});

@@ -5,8 +5,10 @@ import {
   hostText,
   type Logger,
   parseHost,
+  parseIpLiteral,
   type SandboxEvent,
 } from '@mcpsandbox/core';
+import { addressRefusal, hostAddresses } from './addresses.js';
 import { matchGrant, type NetGrant } from './grants.js';
 
 /**
@@ -73,6 +75,22 @@ export function transparentPorts(grants: readonly NetGrant[], reserved: readonly
 /** Why a host the sandbox named was refused before any grant was looked at. */
 export const INVALID_HOST = 'invalid host name';
 
+/** What an `egress-failed` reason may say: an errno-style code, or the proxy's own timeout. */
+const FAILURE_CODE = /^[A-Z][A-Z0-9_]{1,31}$/;
+export const CONNECT_TIMEOUT = 'ETIMEDOUT';
+
+/**
+ * The reason recorded for a connection to a checked address that failed: the error's code when it
+ * looks like one (libuv's `ECONNREFUSED`, `EHOSTUNREACH`), else a fixed word. Never its message.
+ */
+export function failureCode(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' && FAILURE_CODE.test(code) ? code : 'ECONNFAILED';
+}
+
+/** `resolves to <ip> (<rule>); …`, as `decide` words a granted name that points somewhere refused. */
+const REFUSED_ADDRESS = /^resolves to (\S+) \(/;
+
 /** How many distinct refused names a session records before it stops recording new ones. */
 const MAX_RECORDED = 1024;
 
@@ -88,6 +106,7 @@ export class DenialReporter {
   readonly #recorded = new Set<string>();
   readonly #hinted = new Set<string>();
   readonly #invalidVia = new Set<string>();
+  readonly #unreachable = new Set<string>();
   #overflowed = false;
 
   constructor(onEvent: ((event: SandboxEvent) => void) | undefined, logger: Logger) {
@@ -131,18 +150,74 @@ export class DenialReporter {
     );
   }
 
-  /** Watches the proxy's decisions: a CONNECT or request refused as not granted is a denial. */
+  /**
+   * A granted host this host could not reach: said once per host on stderr, since the sandbox saw
+   * only a closed connection or a 502. `reason` is one of this module's fixed phrasings, built
+   * from an error code or an address rule, never from text the sandbox or a server chose.
+   */
+  unreachable(host: Host, reason: string): void {
+    if (this.#unreachable.has(host.value) || this.#unreachable.size >= MAX_RECORDED) return;
+    this.#unreachable.add(host.value);
+    this.#logger.warn(`${hostText(host)} is granted but unreachable from this host: ${reason}`);
+  }
+
+  /**
+   * Watches the proxy's decisions and failures: a CONNECT or request refused as not granted is a
+   * denial; a granted host that did not resolve, resolved to a refused address, or did not answer
+   * is said once as unreachable.
+   */
   observe(event: SandboxEvent): void {
+    if (event.type === 'egress-failed') {
+      this.#failed(event);
+      return;
+    }
     if (event.type !== 'proxy' || event.decision !== 'deny') return;
     const via = event.method === 'transparent' ? 'transparent' : 'proxy';
     if (event.reason === INVALID_HOST) {
       this.invalid(via);
       return;
     }
-    if (event.reason !== 'not granted' || typeof event.port !== 'number') return;
+    if (typeof event.port !== 'number') return;
     // The proxy's events carry the host it parsed; parsed again here, as everything read back is.
     const host = typeof event.host === 'string' ? parseHost(event.host) : undefined;
-    if (host === undefined) this.invalid(via);
-    else this.denied(host, event.port, via);
+    if (event.reason === 'not granted') {
+      if (host === undefined) this.invalid(via);
+      else this.denied(host, event.port, via);
+      return;
+    }
+    if (host === undefined || typeof event.reason !== 'string') return;
+    const why = unreachableReason(event.reason);
+    if (why !== undefined) this.unreachable(host, why);
   }
+
+  #failed(event: SandboxEvent): void {
+    const host = typeof event.host === 'string' ? parseHost(event.host) : undefined;
+    const code =
+      typeof event.reason === 'string' && FAILURE_CODE.test(event.reason) ? event.reason : undefined;
+    if (host === undefined || code === undefined) return;
+    const port = typeof event.port === 'number' ? ` port ${event.port}` : '';
+    this.unreachable(host, `connecting to it${port} failed: ${code}`);
+  }
+}
+
+/**
+ * The stderr phrasing of a deny that is the host side's failure, not the grants': a name that did
+ * not resolve (`cannot resolve: ENOTFOUND`), or one that resolves to an address the rules refuse.
+ * Rebuilt from the parsed code or address; undefined for every other reason.
+ */
+function unreachableReason(reason: string): string | undefined {
+  if (reason.startsWith('cannot resolve: ')) {
+    const code = reason.slice('cannot resolve: '.length);
+    if (code === 'no address') return 'it does not resolve here (no address)';
+    return FAILURE_CODE.test(code) ? `it does not resolve here (${code})` : 'it does not resolve here';
+  }
+  const refused = REFUSED_ADDRESS.exec(reason);
+  const ip = refused ? parseIpLiteral(refused[1]!) : undefined;
+  if (ip === undefined) return undefined;
+  const rule = addressRefusal(ip, hostAddresses()) ?? 'an address rule';
+  const shown = ip.includes(':') ? `[${ip}]` : ip;
+  return (
+    `it resolves to ${shown}, which is refused (${rule}); ` +
+    `if you mean that address, grant it explicitly: --allow-net ${shown}`
+  );
 }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, request, type Server, type ServerRe
 import { connect, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Host, hostText, type SandboxEvent } from '@mcpsandbox/core';
-import { INVALID_HOST } from './egress.js';
+import { CONNECT_TIMEOUT, failureCode, INVALID_HOST } from './egress.js';
 import { type Decision, decide, type NetGrant, type Resolver } from './grants.js';
 import { forwardRequestHeaders, parseAuthority, parseProxyUrl, upstreamReply } from './proxy-http.js';
 
@@ -99,6 +99,11 @@ export class EgressProxy {
     });
   }
 
+  /** A connection to the checked address of a granted host that did not get through. */
+  #failed(host: Host, port: number, reason: string): void {
+    this.#event({ type: 'egress-failed', host: host.value, port, via: 'proxy', reason });
+  }
+
   #badUpstream(method: string, host: Host, port: number, reason: string): void {
     this.#event({ type: 'proxy', decision: 'bad-upstream', method, host: host.value, port, reason });
   }
@@ -138,17 +143,26 @@ export class EgressProxy {
       ? this.#options.dial(decision.address, port)
       : connect({ host: decision.address, port });
     this.#track(upstream);
-    upstream.setTimeout(30_000, () => upstream.destroy());
+    upstream.setTimeout(30_000, () => {
+      this.#failed(host, port, CONNECT_TIMEOUT);
+      refuse(socket, 502, `mcp-sandbox: cannot connect to ${shown}`);
+      upstream.destroy();
+    });
+    // Node clears `connecting` before a failed connect's error: whether it connected is kept here.
+    let connected = false;
     upstream.once('connect', () => {
+      connected = true;
       upstream.setTimeout(0);
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(socket);
       socket.pipe(upstream);
     });
-    upstream.on('error', () => {
-      if (upstream.connecting) refuse(socket, 502, `mcp-sandbox: cannot connect to ${shown}`);
-      else socket.destroy();
+    upstream.on('error', (error) => {
+      if (!connected) {
+        this.#failed(host, port, failureCode(error));
+        refuse(socket, 502, `mcp-sandbox: cannot connect to ${shown}`);
+      } else socket.destroy();
     });
     upstream.on('close', () => socket.destroy());
     socket.on('close', () => upstream.destroy());
@@ -212,12 +226,26 @@ export class EgressProxy {
       this.#badUpstream(method, host, port, 'the upstream switched protocols');
       failReply(res, 502, `mcp-sandbox: bad reply from ${shown}`);
     });
-    res.on('close', () => upstream.destroy());
-    upstream.setTimeout(30_000, () => upstream.destroy(new Error('upstream timeout')));
+    // Set before the upstream is cut for either reason: a client gone first is not its failure.
+    let replied = false;
+    let clientGone = false;
+    upstream.once('response', () => {
+      replied = true;
+    });
+    res.on('close', () => {
+      clientGone = true;
+      upstream.destroy();
+    });
+    upstream.setTimeout(30_000, () =>
+      upstream.destroy(Object.assign(new Error('upstream timeout'), { code: CONNECT_TIMEOUT })),
+    );
     upstream.on('error', (error: NodeJS.ErrnoException) => {
       // Node's parser refused the reply (a bad status line, header or framing): a bad gateway.
       if (typeof error.code === 'string' && error.code.startsWith('HPE_')) {
         this.#badUpstream(method, host, port, `unparsable reply (${error.code})`);
+      } else if (!replied && !clientGone) {
+        // Before any reply (refused, reset, timed out): the host could not reach it.
+        this.#failed(host, port, failureCode(error));
       }
       failReply(res, 502, `mcp-sandbox: cannot reach ${shown}`);
     });

@@ -1,6 +1,6 @@
 import { connect, type Server as NetServer, type Socket } from 'node:net';
 import type { SandboxEvent } from '@mcpsandbox/core';
-import type { SyntheticNames } from './egress.js';
+import { CONNECT_TIMEOUT, failureCode, type SyntheticNames } from './egress.js';
 import type { NetGrant } from './grants.js';
 import { decide, type Resolver } from './proxy.js';
 
@@ -81,14 +81,25 @@ export class TransparentEgress {
     }
     const upstream = (this.#options.dial ?? defaultDialer)(decision.address, port);
     this.#track(upstream);
-    upstream.setTimeout(30_000, () => upstream.destroy());
+    const failed = (reason: string) =>
+      onEvent?.({ type: 'egress-failed', host: name, port, via: 'transparent', reason });
+    upstream.setTimeout(30_000, () => {
+      failed(CONNECT_TIMEOUT);
+      upstream.destroy();
+    });
+    // Node clears `connecting` before a failed connect's error: whether it connected is kept here.
+    let connected = false;
     upstream.once('connect', () => {
+      connected = true;
       upstream.setTimeout(0);
       upstream.pipe(socket);
       socket.pipe(upstream);
       socket.resume();
     });
-    upstream.on('error', () => upstream.destroy());
+    upstream.on('error', (error) => {
+      if (!connected) failed(failureCode(error));
+      upstream.destroy();
+    });
     // An upstream that ended cleanly has ended the socket through the pipe: let it flush.
     upstream.on('close', () => {
       if (!socket.writableEnded) socket.destroy();

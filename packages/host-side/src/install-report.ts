@@ -6,9 +6,14 @@ import {
   type Host,
   hostText,
   parseHost,
+  parseIpLiteral,
   type SandboxEvent,
 } from '@mcpsandbox/core';
 import { closeDir, openOwnedDir, writeFileAt } from './host-fs.js';
+import { describeNpmCause, parseNpmCause } from './npm-cause.js';
+
+/** An errno-style code as the egress side records it; anything else is not shown. */
+const ERROR_CODE = /^E[A-Z0-9_]{1,31}$/;
 
 /** The most of an install's output kept for its log (the tail: where npm says what went wrong). */
 const LOG_BYTES = 1024 * 1024;
@@ -22,6 +27,8 @@ const LOG_BYTES = 1024 * 1024;
 export class InstallReport {
   #output = Buffer.alloc(0);
   readonly #refused = new Map<string, { readonly host: Host; readonly port: number }>();
+  /** Granted hosts the host side could not reach, each with why, in this module's words. */
+  readonly #unreachable = new Map<string, { readonly host: Host; readonly why: string }>();
   #invalid = 0;
 
   /** Feed every chunk of the install's stdout and stderr. */
@@ -35,7 +42,8 @@ export class InstallReport {
    * again here (a fix-it line is built from it): one that is not a plain name or IP is only counted.
    */
   event(event: SandboxEvent): void {
-    if (event.type !== 'proxy' || event.decision !== 'deny') return;
+    const failed = event.type === 'egress-failed';
+    if (!failed && (event.type !== 'proxy' || event.decision !== 'deny')) return;
     const host = typeof event.host === 'string' ? parseHost(event.host) : undefined;
     const port = event.port;
     if (
@@ -45,20 +53,56 @@ export class InstallReport {
       port < 1 ||
       port > 65535
     ) {
-      this.#invalid++;
+      if (!failed) this.#invalid++;
       return;
     }
+    const reason = typeof event.reason === 'string' ? event.reason : '';
+    const why = failed ? connectFailure(reason) : hostSideFailure(reason);
+    if (why !== undefined) {
+      // Granted, and the grants let it through: asking for the grant again would not help.
+      if (!this.#unreachable.has(host.value)) this.#unreachable.set(host.value, { host, why });
+      return;
+    }
+    if (failed) return;
     this.#refused.set(`${hostText(host)}:${port}`, { host, port });
   }
 
-  /** `host:port` of each refused host, as shown in a message. */
-  get refusedHosts(): readonly string[] {
-    return [...this.#refused.keys()];
+  /**
+   * The hosts refused as not granted, less those `granted` already names (the user's
+   * `--install-allow-net` entries, compared as parsed hosts, never as text), and the granted hosts
+   * that failed on the host side, with why.
+   */
+  hosts(granted: readonly string[]): {
+    readonly refused: readonly string[];
+    readonly grants: readonly string[];
+    readonly unreachable: readonly string[];
+  } {
+    const given = granted.map(grantHost).filter((g) => g !== undefined);
+    const covered = (host: Host, port: number) =>
+      given.some((g) => g.host === host.value && (g.port === undefined || g.port === port));
+    const refused = [...this.#refused.entries()].filter(([, { host, port }]) => !covered(host, port));
+    const unreachable = [...this.#unreachable.values()].map(({ host, why }) => `${hostText(host)}: ${why}`);
+    for (const { host, port } of this.#refused.values()) {
+      if (covered(host, port) && !this.#unreachable.has(host.value)) {
+        unreachable.push(`${hostText(host)}: refused by the proxy on port ${port}`);
+      }
+    }
+    return {
+      refused: refused.map(([key]) => key),
+      grants: [...new Set(refused.map(([, { host, port }]) => grantFlagValue(host, port)))],
+      unreachable,
+    };
   }
 
-  /** The `--install-allow-net` value that grants each refused host (443 and 80 need no port). */
-  get refusedGrants(): readonly string[] {
-    return [...new Set([...this.#refused.values()].map(({ host, port }) => grantFlagValue(host, port)))];
+  /** npm's own reason, from its `npm error code` line, in this module's words; undefined if none. */
+  npmCause(): string | undefined {
+    const cause = parseNpmCause(
+      this.#output
+        .toString('utf8')
+        .split(/\r?\n/)
+        .map((l) => l.trimEnd()),
+    );
+    return cause === undefined ? undefined : describeNpmCause(cause);
   }
 
   /** Refusals of hosts that are not valid host names: no flag can grant them. */
@@ -96,4 +140,37 @@ export class InstallReport {
       return undefined;
     }
   }
+}
+
+/** Why a deny was the host side's failure for a granted host (not the grants'): or undefined. */
+function hostSideFailure(reason: string): string | undefined {
+  if (reason.startsWith('cannot resolve: ')) {
+    const code = reason.slice('cannot resolve: '.length);
+    return ERROR_CODE.test(code)
+      ? `does not resolve from this host (${code})`
+      : 'does not resolve from this host';
+  }
+  const ip = /^resolves to (\S+) \(/.exec(reason)?.[1];
+  const address = ip === undefined ? undefined : parseIpLiteral(ip);
+  if (address === undefined) return undefined;
+  const shown = address.includes(':') ? `[${address}]` : address;
+  return `resolves to ${shown}, which the address rules refuse (grant that address itself if you mean it: --install-allow-net ${shown})`;
+}
+
+function connectFailure(reason: string): string {
+  return ERROR_CODE.test(reason) ? `connecting failed (${reason})` : 'connecting failed';
+}
+
+/**
+ * The host and port of a grant entry (`host`, `host:port`, `[v6]:port`, an IP), parsed; undefined
+ * for `*.suffix`, `*` and anything else (such an entry is never compared, only not suggested).
+ */
+function grantHost(entry: string): { readonly host: string; readonly port?: number } | undefined {
+  const text = entry.trim();
+  const whole = parseIpLiteral(text);
+  if (whole !== undefined) return { host: whole };
+  const split = /^(\[[^\]]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(text);
+  const host = split ? parseHost(split[1] as string) : undefined;
+  if (host === undefined) return undefined;
+  return split?.[2] === undefined ? { host: host.value } : { host: host.value, port: Number(split[2]) };
 }

@@ -735,7 +735,11 @@ function askNpm(hostEnv: Readonly<Record<string, string | undefined>>): Promise<
   });
 }
 
-/** npm's own words, the hosts the install was refused (with the flag that grants them), and the log. */
+/**
+ * npm's own cause first, then the granted hosts this host could not reach (with why: granting
+ * them again would not help), the hosts refused as not granted (with the flag, never one already
+ * given), npm's lines, and the log.
+ */
 function installFailure(
   spec: string,
   grant: string,
@@ -744,14 +748,21 @@ function installFailure(
   cache: NpxCacheOptions,
 ): SetupFailedError {
   const lines = [`installing ${spec} failed (npm exited ${status.code ?? status.signal})`];
-  const said = report.npmSaid();
-  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
-  const refused = report.refusedHosts;
+  const cause = report.npmCause();
+  if (cause !== undefined) lines.push(`cause: ${cause}`);
+  const allowed = [grant, ...(cache.installHosts ?? [])];
+  const { refused, grants, unreachable } = report.hosts(allowed);
+  if (unreachable.length > 0) {
+    lines.push(
+      'its install scripts reached for granted host(s) this host could not reach (granting them again will not help):',
+      ...unreachable.map((line) => `  ${line}`),
+    );
+  }
   if (refused.length > 0) {
     // Built from validated hosts only: pasted into a shell, the flags run nothing.
-    const flags = report.refusedGrants.map((grant) => `--install-allow-net ${grant}`).join(' ');
+    const flags = grants.map((value) => `--install-allow-net ${value}`).join(' ');
     lines.push(
-      `its install scripts tried ${refused.join(', ')}, which the install step may not reach (only ${[grant, ...(cache.installHosts ?? [])].join(', ')}); ` +
+      `its install scripts tried ${refused.join(', ')}, which the install step may not reach (only ${allowed.join(', ')}); ` +
         `if the package downloads what it needs at install time, grant it for the install only: ${flags}`,
     );
   }
@@ -761,6 +772,8 @@ function installFailure(
         'refused, and no flag can grant them',
     );
   }
+  const said = report.npmSaid();
+  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
   const name = `install-${spec.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80)}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`;
   const log = report.saveLog(cache.logDir ?? join(dirname(cache.cacheRoot), 'logs'), name);
   if (log) lines.push(`the whole install output: ${log}`);
