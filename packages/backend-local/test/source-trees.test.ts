@@ -140,10 +140,14 @@ describe('sources the sandbox wrote, walked again by the host', () => {
       `const flip=()=>{for(let i=0;i<200;i++){fs.renameSync(s+'/a',s+'/a.real');fs.symlinkSync(${JSON.stringify(hidden)},s+'/a');`,
       `fs.unlinkSync(s+'/a');fs.renameSync(s+'/a.real',s+'/a');n++}fs.writeFileSync(s+'/flips',String(n));setImmediate(flip)};flip()`,
     ].join('');
-    const swapper = spawn(process.execPath, [BIN, 'run', '--mount', `${source}:rw`, '--', ...withPrelude(swap)], {
-      stdio: ['pipe', 'ignore', 'ignore'],
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' },
-    });
+    const swapper = spawn(
+      process.execPath,
+      [BIN, 'run', '--mount', `${source}:rw`, '--', ...withPrelude(swap)],
+      {
+        stdio: ['pipe', 'ignore', 'ignore'],
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' },
+      },
+    );
     try {
       for (let waited = 0; waited < 30_000 && !existsSync(join(source, 'flips')); waited += 100) {
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -187,7 +191,9 @@ describe('sources the sandbox wrote, walked again by the host', () => {
       mkdirSync(join(project, 'dist'), { recursive: true });
       chmodSync(project, 0o777);
       chmodSync(join(project, 'dist'), 0o777);
-      writeFileSync(join(project, 'dist', 'index.cjs'), `require(${JSON.stringify(SERVER)})\n`, { mode: 0o666 });
+      writeFileSync(join(project, 'dist', 'index.cjs'), `require(${JSON.stringify(SERVER)})\n`, {
+        mode: 0o666,
+      });
       const env = { HOME: home };
       const mount = ['--mount', `${project}:/work/proj:rw`, '--mount', `${FIXTURES}:ro`];
       // Session one, granted the project read-write, swaps dist/ for a link to the other project.
@@ -204,13 +210,18 @@ describe('sources the sandbox wrote, walked again by the host', () => {
       expect(plant.status, plant.stderr).toBe(0);
       // Session two: the user starts the project's server as always; it looks for the secret.
       const probe = `try{process.stderr.write('read '+require('fs').readFileSync(${JSON.stringify(join(project, 'dist', 'secret.txt'))},'utf8')+'\\n')}catch(e){process.stderr.write('hidden '+e.code+'\\n')}`;
-      writeFileSync(join(other, 'index.cjs'), `${probe};require(${JSON.stringify(SERVER)})\n`, { mode: 0o644 });
+      writeFileSync(join(other, 'index.cjs'), `${probe};require(${JSON.stringify(SERVER)})\n`, {
+        mode: 0o644,
+      });
       const started = run([...mount, '--', 'node', join(project, 'dist', 'index.cjs')], env);
       // Before the fix: the host bound proj/dist, which its --ro-bind followed to the other project.
       expect(started.stderr).not.toContain(secret);
       expect(started.stderr).toMatch(/inside a read-write mount/);
       // Control: without the rw mount in this session the same command is shown (and reads it).
-      const control = run(['--mount', `${FIXTURES}:ro`, '--', 'node', join(project, 'dist', 'index.cjs')], env);
+      const control = run(
+        ['--mount', `${FIXTURES}:ro`, '--', 'node', join(project, 'dist', 'index.cjs')],
+        env,
+      );
       expect(control.stderr).toContain(secret);
     } finally {
       spawnSync('rm', ['-rf', home]);
