@@ -616,8 +616,13 @@ class LocalSandbox implements Sandbox {
     const { hostEnv, info, spec } = this.#config;
     const own =
       this.#config.autoMount && extras.install !== true
-        ? ownFiles(requested, process.cwd(), this.#roots, this.#config.hostHome)
+        ? ownFiles(requested, process.cwd(), this.#roots, this.#config.hostHome, this.#writableTrees())
         : undefined;
+    for (const file of own?.skipped ?? []) {
+      this.#config.logger.info(
+        `not showing the server's own files for ${file}: its path passes through a read-write mount or a state directory, which a sandbox could have changed; mount its folder with --mount instead`,
+      );
+    }
     const command = own?.command ?? requested;
     const [name] = command;
     if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
@@ -694,6 +699,12 @@ class LocalSandbox implements Sandbox {
       trustEnv,
       lookInside,
     };
+  }
+
+  /** Host trees a sandbox can write: `rw` mounts, the state root, this session's directory. */
+  #writableTrees(): string[] {
+    const rw = (this.#config.spec.mounts ?? []).filter((m) => m.mode === 'rw').map((m) => m.hostPath);
+    return [...rw, ...(this.#config.state ? [this.#config.state.root] : []), this.#root];
   }
 
   /** The spec's mounts (copies for `copy` mounts) and the host's TLS trust the sandbox may see. */

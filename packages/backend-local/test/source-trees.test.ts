@@ -216,7 +216,7 @@ describe('sources the sandbox wrote, walked again by the host', () => {
       const started = run([...mount, '--', 'node', join(project, 'dist', 'index.cjs')], env);
       // Before the fix: the host bound proj/dist, which its --ro-bind followed to the other project.
       expect(started.stderr).not.toContain(secret);
-      expect(started.stderr).toMatch(/inside a read-write mount/);
+      expect(started.stderr).toMatch(/passes through a read-write mount/);
       // Control: without the rw mount in this session the same command is shown (and reads it).
       const control = run(
         ['--mount', `${FIXTURES}:ro`, '--', 'node', join(project, 'dist', 'index.cjs')],
