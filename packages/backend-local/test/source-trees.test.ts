@@ -134,11 +134,13 @@ describe('sources the sandbox wrote, walked again by the host', () => {
       writeFileSync(join(real, `f${i}`), 'plain');
       writeFileSync(join(hidden, `f${i}`), secret);
     }
-    // The live session flips `a` between the real folder and a link to the hidden one.
+    // The live session flips `a` between the real folder and a link to the hidden one, holding
+    // each a few ms so that a copy can finish inside one state (a copy that fails shows nothing).
     const swap = [
       `const fs=require('fs');const s=${JSON.stringify(source)};let n=0;`,
-      `const flip=()=>{for(let i=0;i<200;i++){fs.renameSync(s+'/a',s+'/a.real');fs.symlinkSync(${JSON.stringify(hidden)},s+'/a');`,
-      `fs.unlinkSync(s+'/a');fs.renameSync(s+'/a.real',s+'/a');n++}fs.writeFileSync(s+'/flips',String(n));setImmediate(flip)};flip()`,
+      `const z=(ms)=>Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0,ms);`,
+      `const flip=()=>{for(let i=0;i<20;i++){fs.renameSync(s+'/a',s+'/a.real');fs.symlinkSync(${JSON.stringify(hidden)},s+'/a');z(40);`,
+      `fs.unlinkSync(s+'/a');fs.renameSync(s+'/a.real',s+'/a');z(Math.random()*40);n++}fs.writeFileSync(s+'/flips',String(n));setImmediate(flip)};flip()`,
     ].join('');
     const swapper = spawn(
       process.execPath,
@@ -159,10 +161,9 @@ describe('sources the sandbox wrote, walked again by the host', () => {
       );
       let leaked = false;
       let copied = 0;
-      for (let attempt = 0; attempt < 8 && !leaked; attempt++) {
+      for (let attempt = 0; attempt < 12 && !leaked; attempt++) {
         const copy = run(['--fs', `${source}:/work/p`, '--', ...reader]);
         if (copy.stderr.includes('plain')) copied++;
-        else if (process.env.DEBUG_SOURCES) console.error(copy.stderr);
         leaked = copy.stderr.includes(secret);
       }
       // Before the fix: the copy followed `a` while it was the link and read the hidden files.
