@@ -5,8 +5,8 @@ import {
   fchownSync,
   fstatSync,
   mkdirSync,
+  opendirSync,
   openSync,
-  readdirSync,
 } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
@@ -136,11 +136,18 @@ type Counts = { files: number; bytes: number; dirs: number; entries: number; ski
 type Limits = Required<CopyInLimits>;
 type TooBig = (what: string) => SandboxFailureError;
 
-/** The names in a directory, each counted against the entry cap as it is read. */
+/** The names in a directory, read in batches, each counted against the entry cap as it is read. */
 function listNames(dirFd: number, limits: Limits, count: Counts, tooBig: TooBig): string[] {
-  const names = readdirSync(`/proc/self/fd/${dirFd}`);
-  count.entries += names.length;
-  if (count.entries > limits.maxEntries) throw tooBig(`more than ${limits.maxEntries} entries`);
+  const names: string[] = [];
+  const dir = opendirSync(`/proc/self/fd/${dirFd}`);
+  try {
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+      if (++count.entries > limits.maxEntries) throw tooBig(`more than ${limits.maxEntries} entries`);
+      names.push(entry.name);
+    }
+  } finally {
+    dir.closeSync();
+  }
   return names.sort();
 }
 
