@@ -251,6 +251,12 @@ class LocalSandbox implements Sandbox {
     return this.#watch(child, network);
   }
 
+  /** Host trees a sandbox can write: `rw` mounts, the state root, this session's directory. */
+  #writableTrees(): string[] {
+    const rw = (this.#config.spec.mounts ?? []).filter((m) => m.mode === 'rw').map((m) => m.hostPath);
+    return [...rw, ...(this.#config.state ? [this.#config.state.root] : []), this.#root];
+  }
+
   /** What the command needs to start, and what of the host it sees (see view/plan.ts). */
   #planView(requested: readonly string[], options: ExecOptions, extras: SpawnExtras): ViewPlan {
     const context = {
@@ -260,6 +266,7 @@ class LocalSandbox implements Sandbox {
       extraBinds: this.#extraBinds,
       copies: this.#copies,
       shown: this.#shown,
+      writableTrees: this.#writableTrees(),
     };
     return planView(context, requested, options, extras);
   }

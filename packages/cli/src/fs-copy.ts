@@ -45,31 +45,48 @@ export async function checkCopy(text: string, mount: MountSpec): Promise<CopySum
   }
   let files = 0;
   let bytes = 0;
+  let dirs = 0;
+  let entries = 0;
   let skippedLinks = 0;
+  const tooBig = (what: string) =>
+    new UsageError(
+      `--fs ${text}: more than ${what}; copy a narrower directory, or use --mount for a read-only view`,
+    );
   const count = (size: number) => {
     files++;
     bytes += size;
-    if (files > COPY_LIMITS.maxFiles) {
-      throw new UsageError(
-        `--fs ${text}: more than ${COPY_LIMITS.maxFiles} files; copy a narrower directory`,
-      );
-    }
-    if (bytes > COPY_LIMITS.maxBytes) {
-      throw new UsageError(
-        `--fs ${text}: more than ${formatBytes(COPY_LIMITS.maxBytes)}; copy a narrower directory`,
-      );
-    }
+    if (files > COPY_LIMITS.maxFiles) throw tooBig(`${COPY_LIMITS.maxFiles} files`);
+    if (bytes > COPY_LIMITS.maxBytes) throw tooBig(formatBytes(COPY_LIMITS.maxBytes));
   };
-  const walk = async (dir: string): Promise<void> => {
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
+  if (stat.isFile()) {
+    count(stat.size);
+    return { files, bytes, skippedLinks };
+  }
+  // A pre-count by path, iterative: the backend copies by descriptor and enforces every cap
+  // again, so an entry that vanished or changed under this walk (or a path too long to name) is
+  // left to it rather than reported as a failure.
+  const pending: Array<{ dir: string; depth: number }> = [{ dir: mount.hostPath, depth: 0 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const listed = await readdir(next.dir, { withFileTypes: true }).catch(() => undefined);
+    if (!listed) continue;
+    entries += listed.length;
+    if (entries > COPY_LIMITS.maxEntries) throw tooBig(`${COPY_LIMITS.maxEntries} entries`);
+    for (const entry of listed) {
+      const path = join(next.dir, entry.name);
       if (entry.isSymbolicLink()) skippedLinks++;
-      else if (entry.isDirectory()) await walk(path);
-      else if (entry.isFile()) count((await lstat(path)).size);
+      else if (entry.isDirectory()) {
+        if (++dirs > COPY_LIMITS.maxDirs) throw tooBig(`${COPY_LIMITS.maxDirs} directories`);
+        if (next.depth + 1 > COPY_LIMITS.maxDepth) throw tooBig(`${COPY_LIMITS.maxDepth} directory levels`);
+        pending.push({ dir: path, depth: next.depth + 1 });
+      } else if (entry.isFile()) {
+        const size = await lstat(path).then(
+          (found) => found.size,
+          () => 0,
+        );
+        count(size);
+      }
     }
-  };
-  if (stat.isFile()) count(stat.size);
-  else await walk(mount.hostPath);
+  }
   return { files, bytes, skippedLinks };
 }
 

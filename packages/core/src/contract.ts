@@ -59,8 +59,18 @@ export interface MountSpec {
   readonly mode: 'ro' | 'rw' | 'copy';
 }
 
-/** Caps on a `copy` mount (those of `mcp-sandbox` 0.2's `--fs`): checked before anything is copied. */
-export const COPY_LIMITS = { maxFiles: 2000, maxBytes: 50 * 1024 * 1024 } as const;
+/**
+ * Caps on a `copy` mount (files and bytes those of `mcp-sandbox` 0.2's `--fs`): checked before
+ * anything is copied, and again while copying. Directories, entries and depth are capped too: a
+ * tree of empty directories costs no file and no byte, but disk and time.
+ */
+export const COPY_LIMITS = {
+  maxFiles: 2000,
+  maxBytes: 50 * 1024 * 1024,
+  maxDirs: 2000,
+  maxEntries: 10_000,
+  maxDepth: 128,
+} as const;
 
 export interface NetworkSpec {
   /** `host`, `host:port` or `*.suffix[:port]`; `*` alone means unrestricted. */

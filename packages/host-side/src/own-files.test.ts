@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -42,6 +42,7 @@ describe('ownFiles', () => {
     expect(ownFiles(['node', './missing.js'], project, roots, home)).toEqual({
       command: ['node', './missing.js'],
       binds: [],
+      skipped: [],
     });
     expect(ownFiles(['/usr/bin/env', 'node'], project, roots, home).binds).toEqual([]);
   });
@@ -56,5 +57,26 @@ describe('ownFiles', () => {
     const own = ownFiles(['./build/index.js'], project, roots, home);
     expect(own.command).toEqual([join(project, 'build', 'index.js')]);
     expect(own.binds).toEqual([{ source: project, dest: project, mode: 'ro' }]);
+  });
+
+  it('shows nothing on a path that passes through a tree a sandbox can write, however it gets there', () => {
+    const shared = join(home, 'shared');
+    mkdirSync(join(shared, 'dist'), { recursive: true });
+    writeFileSync(join(shared, 'dist', 'index.js'), '');
+    // The user's own link into the writable tree, and a writable link back out of it.
+    symlinkSync(shared, join(home, 'via'));
+    symlinkSync(join(project, 'build'), join(shared, 'out'));
+    symlinkSync(join(shared, 'out'), join(home, 'round'));
+    for (const path of [
+      join(shared, 'dist', 'index.js'),
+      join(home, 'via', 'dist', 'index.js'),
+      join(home, 'round', 'index.js'),
+    ]) {
+      const own = ownFiles(['node', path], '/', roots, home, [shared]);
+      expect(own.binds, path).toEqual([]);
+      expect(own.skipped, path).toEqual([path]);
+    }
+    // Control: the same script, nothing writable on its way, is shown.
+    expect(ownFiles(['node', join(home, 'round', 'index.js')], '/', roots, home).binds).toHaveLength(1);
   });
 });

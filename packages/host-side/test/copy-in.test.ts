@@ -58,3 +58,27 @@ describe('copyIn (the local backend copies a `copy` mount)', () => {
     });
   });
 });
+
+describe('copyIn of a tree the sandbox could have written', () => {
+  it('caps directories, entries and depth, naming the cap', async () => {
+    const dirs = join(root, 'dirs');
+    mkdirSync(dirs);
+    for (let i = 0; i < 30; i++) mkdirSync(join(dirs, `d${i}`));
+    await expect(copyIn(dirs, join(root, 'd5'), { limits: { ...limits, maxDirs: 20 } })).rejects.toThrow(
+      /more than 20 directories; copy a narrower path/,
+    );
+    await expect(copyIn(dirs, join(root, 'd6'), { limits: { ...limits, maxEntries: 25 } })).rejects.toThrow(
+      /more than 25 entries/,
+    );
+    const deep = join(root, 'deep');
+    mkdirSync(join(deep, 'a', 'b', 'c', 'd'), { recursive: true });
+    await expect(copyIn(deep, join(root, 'd7'), { limits: { ...limits, maxDepth: 3 } })).rejects.toThrow(
+      /more than 3 directory levels/,
+    );
+    // Control: within the caps the same trees are copied.
+    expect(await copyIn(deep, join(root, 'd8'), { limits: { ...limits, maxDepth: 4 } })).toMatchObject({
+      skipped: 0,
+    });
+    expect(readdirSync(join(root, 'd8', 'a', 'b', 'c'))).toEqual(['d']);
+  });
+});

@@ -50,6 +50,8 @@ export interface ViewContext {
   readonly copies: ReadonlyMap<number, string>;
   /** Own-file paths already announced, so that each is said once. */
   readonly shown: Set<string>;
+  /** Host trees a sandbox can write (rw mounts, the state root, the session's directory). */
+  readonly writableTrees: readonly string[];
 }
 
 /** What the command needs to start, and what of the host it sees. */
@@ -62,8 +64,13 @@ export function planView(
   const { info, spec } = context.config;
   const own =
     context.config.autoMount && extras.install !== true
-      ? ownFiles(requested, process.cwd(), context.roots, context.config.hostHome)
+      ? ownFiles(requested, process.cwd(), context.roots, context.config.hostHome, context.writableTrees)
       : undefined;
+  for (const file of own?.skipped ?? []) {
+    context.config.logger.info(
+      `not showing the server's own files for ${file}: its path passes through a read-write mount or a state directory, which a sandbox could have changed; mount its folder with --mount instead`,
+    );
+  }
   const command = own?.command ?? requested;
   const [name] = command;
   if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
