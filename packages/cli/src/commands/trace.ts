@@ -113,7 +113,9 @@ function formatSession(s: SessionSummary): string[] {
     `messages: ${s.messages.clientToServer} to server (${bytes(s.bytes.clientToServer)}), ${s.messages.serverToClient} to client (${bytes(s.bytes.serverToClient)})`,
   ];
   // By count, then by name: messages that race (a notification and a response) print the same way every time.
-  const methods = Object.entries(s.methods).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const methods = Object.entries(s.methods).sort(
+    (a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0),
+  );
   if (methods.length > 0) lines.push(`methods: ${methods.map(([m, n]) => `${m} ${n}`).join(', ')}`);
   const tools = Object.entries(s.tools);
   if (tools.length > 0) {
