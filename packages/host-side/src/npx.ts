@@ -152,7 +152,14 @@ async function install(
     prefix = openDirAt(staging, PREFIX);
     if (!prefix) throw new HostFsError('the install prefix vanished');
     if (deps.runAs) fchownSync(prefix.fd, deps.runAs.uid, deps.runAs.gid);
-    const steps = installSteps(inside, spec, registry, npmConfig, sharedCache(deps, npmConfig));
+    const steps = installSteps(
+      inside,
+      spec,
+      registry,
+      npmConfig,
+      sharedCache(deps, npmConfig),
+      deps.cache.hostEnv,
+    );
     // --prefix moves npm's global config out of sight: carry the host's CA trust over explicitly.
     const extraCa = deps.cache.hostEnv.NODE_EXTRA_CA_CERTS;
     // Writable: this install's own prefix, and for the fetch alone the user's npm cache. bwrap
@@ -169,7 +176,7 @@ async function install(
     };
     const report = new InstallReport();
     for (const step of steps) {
-      const binds = [prefixBind, ...trust, ...(step.cache ? [step.cache] : [])];
+      const binds = [prefixBind, ...trust, ...(step.cache ? [step.cache] : []), ...(step.binds ?? [])];
       // The fetch reaches the registry only; the scripts as today's install scripts do.
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
       const status = await runStep(step.argv, binds, { allow: hosts }, env, report, options, deps);

@@ -1,7 +1,8 @@
+import { isAbsolute } from 'node:path';
 import type { NetworkSpec, PrepareOptions } from '@mcpsandbox/core';
 import type { InstallReport } from '../install-report.js';
 import { checkUserNpmCache, type UserNpmCache } from '../user-npm-cache.js';
-import type { Bind } from '../view.js';
+import { type Bind, commandBinds, hiddenRoots, locateCommand } from '../view.js';
 import type { HostNpmConfig } from './npm-config.js';
 import { type NpxDeps, SANDBOX_NPM_CACHE } from './types.js';
 
@@ -11,6 +12,28 @@ export interface InstallStep {
   readonly cache?: Bind;
   /** Runs the packages' own code (lifecycle scripts). */
   readonly scripts: boolean;
+  /** More read-only binds the step needs (npm's own files, when it runs npm by path). */
+  readonly binds?: readonly Bind[];
+}
+
+/**
+ * The fetch with the user's cache in one sandbox process (one sandbox start, not two): a fixed
+ * script, the npm to run, the spec and npm's options as positional parameters, never as shell
+ * text. npm runs by the path the host found, its directory first on PATH for its `#!` line, as
+ * when npm itself is the command.
+ */
+const FETCH_SCRIPT =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
+  'npm=$1; spec=$2; shift 2; PATH="${npm%/*}:$PATH"; ' +
+  '"$npm" install "$@" --prefer-online --package-lock-only "$spec" && exec "$npm" ci "$@" --prefer-offline';
+
+/** npm as the host's PATH finds it, and what of a hidden directory it needs bound to start. */
+function locateNpm(
+  hostEnv: Readonly<Record<string, string | undefined>>,
+): { readonly path: string; readonly binds: readonly Bind[] } | undefined {
+  const path = locateCommand('npm', hostEnv.PATH, process.cwd());
+  if (path === undefined || !isAbsolute(path)) return undefined;
+  return { path, binds: commandBinds(path, hiddenRoots(hostEnv.HOME)).binds };
 }
 
 /**
@@ -28,6 +51,7 @@ export function installSteps(
   registry: string,
   npmConfig: HostNpmConfig,
   cache: UserNpmCache | undefined,
+  hostEnv: Readonly<Record<string, string | undefined>>,
 ): InstallStep[] {
   const common = [
     '--prefix',
@@ -52,6 +76,11 @@ export function installSteps(
   }
   const bind: Bind = { source: cache.path, dest: SANDBOX_NPM_CACHE, mode: 'rw' };
   const shared = [...fetchOnly, '--cache', SANDBOX_NPM_CACHE];
+  const npm = locateNpm(hostEnv);
+  if (npm) {
+    const argv = ['sh', '-c', FETCH_SCRIPT, 'sh', npm.path, spec, ...common, ...shared];
+    return [{ argv, cache: bind, scripts: false, binds: npm.binds }, scripts];
+  }
   return [
     {
       argv: ['npm', 'install', ...common, ...shared, '--prefer-online', '--package-lock-only', spec],
