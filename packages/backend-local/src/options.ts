@@ -1,5 +1,6 @@
 import type { BackendFactoryOptions } from '@mcpsandbox/core';
 import type { Dialer, Resolver } from '@mcpsandbox/egress';
+import type { HostNpmConfig } from '@mcpsandbox/host-side';
 import type { LocalSandboxInfo } from './probe.js';
 
 export interface LocalBackendOptions extends BackendFactoryOptions {
@@ -9,6 +10,8 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly npmCacheDir?: string;
   /** The npm registry installs may reach (default: `npm config get registry`). */
   readonly npmRegistry?: string;
+  /** The host npm's settings, already read (the install worker, told by its start); default: asked of npm. */
+  readonly npmConfig?: HostNpmConfig;
   /** Who the sandbox runs as when this process is root (default nobody, 65534). */
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   /** Process limit when the spec gives none (default 256; threads count too). */

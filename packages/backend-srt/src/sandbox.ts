@@ -206,22 +206,7 @@ export class SrtSandbox implements Sandbox {
       readOnly: plan.readOnly,
       readWrite: plan.readWrite,
     });
-    const proxy = `http://127.0.0.1:${engine.insideProxyPort}`;
-    const env: Record<string, string> = {
-      PATH: [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'].join(':'),
-      HOME: plan.home,
-      TMPDIR: this.#tmp,
-      LANG: hostEnv.LANG || 'C.UTF-8',
-      // Always through the proxy, granted or not: a refused host is reported with its hint. No
-      // NO_PROXY: the sandbox's loopback holds nothing but srt's bridge, and a grant of the host's
-      // 127.0.0.1:port goes through the proxy like any other.
-      HTTP_PROXY: proxy,
-      HTTPS_PROXY: proxy,
-      http_proxy: proxy,
-      https_proxy: proxy,
-      NODE_USE_ENV_PROXY: '1',
-      ...plan.env,
-    };
+    const env = sessionEnv(plan, this.#tmp, hostEnv, engine.insideProxyPort);
     this.#useGrants(plan.grants, plan.onEvent);
     const child = await launch([found, ...args], env, {
       platform: engine.platform,
@@ -327,6 +312,32 @@ export class SrtSandbox implements Sandbox {
     this.#config.state?.release();
     rmSync(this.#root, { recursive: true, force: true });
   }
+}
+
+/** The whole environment of a command in the sandbox: nothing of the host's but LANG. */
+function sessionEnv(
+  plan: Spawn,
+  tmp: string,
+  hostEnv: Readonly<Record<string, string | undefined>>,
+  proxyPort: number,
+): Record<string, string> {
+  const proxy = `http://127.0.0.1:${proxyPort}`;
+  const env: Record<string, string> = {
+    PATH: [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'].join(':'),
+    HOME: plan.home,
+    TMPDIR: tmp,
+    LANG: hostEnv.LANG || 'C.UTF-8',
+    // Always through the proxy, granted or not: a refused host is reported with its hint. No
+    // NO_PROXY: the sandbox's loopback holds nothing but srt's bridge, and a grant of the host's
+    // 127.0.0.1:port goes through the proxy like any other.
+    HTTP_PROXY: proxy,
+    HTTPS_PROXY: proxy,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    NODE_USE_ENV_PROXY: '1',
+    ...plan.env,
+  };
+  return env;
 }
 
 /** Inside paths (a bind's dest) to the host paths they stand for (its source). */

@@ -16,6 +16,7 @@ export { endNamespace, identifyInit, killInit, type NamespaceInit } from './name
 export {
   cacheKey,
   DEFAULT_NPM_REGISTRY,
+  type HostNpmConfig,
   type NpxCacheOptions,
   type NpxCommand,
   type PreparedNpx,

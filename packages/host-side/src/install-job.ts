@@ -1,3 +1,5 @@
+import type { HostNpmConfig } from './npx/npm-config.js';
+
 /**
  * What a background install is asked to do and what it answers: the npx install step hands a
  * job to a backend's worker (its own process, detached) and reads the result back.
@@ -15,6 +17,8 @@ export interface InstallJob {
   readonly stateRoot?: string;
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
   readonly deadlineMs: number;
+  /** The host npm's settings as the asking start read them: the worker does not ask npm again. */
+  readonly npmConfig?: HostNpmConfig;
 }
 
 export type InstallResult =

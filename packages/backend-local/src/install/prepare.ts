@@ -12,7 +12,7 @@ import {
   type RegistryTrust,
   SandboxFailureError,
 } from '@mcpsandbox/core';
-import { type Bind, prepareNpx, type StateDirs } from '@mcpsandbox/host-side';
+import { type Bind, type HostNpmConfig, prepareNpx, type StateDirs } from '@mcpsandbox/host-side';
 import type { SpawnedProcess } from '../child-process.js';
 import type { SandboxConfig, SpawnExtras } from '../session/config.js';
 import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './launch.js';
@@ -59,7 +59,7 @@ export async function prepareCommand(
         }),
     ...(worker
       ? {
-          background: (spec: string, registry: string) =>
+          background: (spec: string, registry: string, npmConfig: HostNpmConfig) =>
             startInstallWorker(
               worker,
               {
@@ -72,6 +72,7 @@ export async function prepareCommand(
                 stateDir: context.config.stateDir,
                 ...(npm.userCache?.stateRoot ? { stateRoot: npm.userCache.stateRoot } : {}),
                 deadlineMs: INSTALL_DEADLINE_MS,
+                npmConfig,
                 ...(context.config.runAsWhenRoot ? { runAsWhenRoot: context.config.runAsWhenRoot } : {}),
               },
               context.config.hostEnv,

@@ -43,6 +43,7 @@ export async function runInstallWorker(): Promise<void> {
       logger,
       npmCacheDir: job.cacheRoot,
       npmRegistry: job.registry,
+      ...(job.npmConfig ? { npmConfig: job.npmConfig } : {}),
       installEnv: job.installEnv,
       inlineInstall: true,
       ...(job.runAsWhenRoot ? { runAsWhenRoot: job.runAsWhenRoot } : {}),

@@ -165,6 +165,7 @@ function npmOptions(
     ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
     ...(registry ? { registry } : {}),
     ...(userCache ? { userCache } : {}),
+    ...(options.npmConfig ? { npmConfig: options.npmConfig } : {}),
   };
 }
 

@@ -1,0 +1,142 @@
+import { isAbsolute } from 'node:path';
+import type { NetworkSpec, PrepareOptions } from '@mcpsandbox/core';
+import type { InstallReport } from '../install-report.js';
+import { checkUserNpmCache, type UserNpmCache } from '../user-npm-cache.js';
+import { type Bind, commandBinds, hiddenRoots, locateCommand } from '../view.js';
+import type { HostNpmConfig } from './npm-config.js';
+import { type NpxDeps, SANDBOX_NPM_CACHE } from './types.js';
+
+export interface InstallStep {
+  readonly argv: readonly string[];
+  /** The user's npm cache, bound read-write for this step. */
+  readonly cache?: Bind;
+  /** Runs the packages' own code (lifecycle scripts). */
+  readonly scripts: boolean;
+  /** More read-only binds the step needs (npm's own files, when it runs npm by path). */
+  readonly binds?: readonly Bind[];
+}
+
+/**
+ * The fetch with the user's cache in one sandbox process (one sandbox start, not two): a fixed
+ * script, the npm to run, the spec and npm's options as positional parameters, never as shell
+ * text. npm runs by the path the host found, its directory first on PATH for its `#!` line, as
+ * when npm itself is the command.
+ */
+const FETCH_SCRIPT =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
+  'npm=$1; spec=$2; shift 2; PATH="${npm%/*}:$PATH"; ' +
+  '"$npm" install "$@" --prefer-online --package-lock-only "$spec" && exec "$npm" ci "$@" --prefer-offline';
+
+/** npm as the host's PATH finds it, and what of a hidden directory it needs bound to start. */
+function locateNpm(
+  hostEnv: Readonly<Record<string, string | undefined>>,
+): { readonly path: string; readonly binds: readonly Bind[] } | undefined {
+  const path = locateCommand('npm', hostEnv.PATH, process.cwd());
+  if (path === undefined || !isAbsolute(path)) return undefined;
+  return { path, binds: commandBinds(path, hiddenRoots(hostEnv.HOME)).binds };
+}
+
+/**
+ * An install in two halves that never share a writable place but the prefix. The fetch is
+ * npm's own code alone (`--ignore-scripts`, no git): with the user's cache it first resolves
+ * the tree against the registry (`--prefer-online`, no credentials: a private package the
+ * cache holds is not installed unless the registry serves it to anyone), then installs that
+ * lock taking tarballs from the cache by integrity (`--prefer-offline`). The scripts half is
+ * `npm rebuild`: the lifecycle scripts in dependency order and the bin links, with the cache
+ * not mounted, so nothing a script writes reaches a later install or a direct npx.
+ */
+export function installSteps(
+  inside: string,
+  spec: string,
+  registry: string,
+  npmConfig: HostNpmConfig,
+  cache: UserNpmCache | undefined,
+  hostEnv: Readonly<Record<string, string | undefined>>,
+): InstallStep[] {
+  const common = [
+    '--prefix',
+    inside,
+    '--registry',
+    registry,
+    '--no-audit',
+    '--no-fund',
+    '--no-update-notifier',
+    '--loglevel',
+    'warn',
+    '--fetch-retries',
+    '1',
+    ...(npmConfig.strictSsl ? [] : ['--strict-ssl', 'false']),
+    ...(npmConfig.cafile ? ['--cafile', npmConfig.cafile] : []),
+  ];
+  // A git dependency would run its `prepare` during the fetch: no git at all there.
+  const fetchOnly = ['--ignore-scripts', '--git', '/bin/false'];
+  const scripts: InstallStep = { argv: ['npm', 'rebuild', ...common], scripts: true };
+  if (!cache) {
+    return [{ argv: ['npm', 'install', ...common, ...fetchOnly, spec], scripts: false }, scripts];
+  }
+  const bind: Bind = { source: cache.path, dest: SANDBOX_NPM_CACHE, mode: 'rw' };
+  const shared = [...fetchOnly, '--cache', SANDBOX_NPM_CACHE];
+  const npm = locateNpm(hostEnv);
+  if (npm) {
+    const argv = ['sh', '-c', FETCH_SCRIPT, 'sh', npm.path, spec, ...common, ...shared];
+    return [{ argv, cache: bind, scripts: false, binds: npm.binds }, scripts];
+  }
+  return [
+    {
+      argv: ['npm', 'install', ...common, ...shared, '--prefer-online', '--package-lock-only', spec],
+      cache: bind,
+      scripts: false,
+    },
+    { argv: ['npm', 'ci', ...common, ...shared, '--prefer-offline'], cache: bind, scripts: false },
+    scripts,
+  ];
+}
+
+/** Reasons already told: the fallback to a private cache is said once per process. */
+const toldNoCache = new Set<string>();
+
+/** The user's npm cache for the fetch, when it validates (see user-npm-cache.ts); else said once. */
+export function sharedCache(deps: NpxDeps, npmConfig: HostNpmConfig): UserNpmCache | undefined {
+  const places = deps.cache.userCache;
+  if (!places) return undefined;
+  const check = checkUserNpmCache(npmConfig.cache, {
+    ...places,
+    ownerUid: deps.runAs?.uid ?? process.getuid?.() ?? 0,
+    installCacheRoot: deps.cache.cacheRoot,
+  });
+  if (check.ok) return check.cache;
+  if (!toldNoCache.has(check.reason)) {
+    toldNoCache.add(check.reason);
+    deps.logger.info(`${check.reason}: installs download into a private cache instead`);
+  }
+  return undefined;
+}
+
+/** One install step in the sandbox: its output shown and kept for the report. */
+export async function runStep(
+  argv: readonly string[],
+  binds: readonly Bind[],
+  network: NetworkSpec,
+  env: Readonly<Record<string, string>>,
+  report: InstallReport,
+  options: PrepareOptions,
+  deps: NpxDeps,
+): Promise<{ readonly code: number | null; readonly signal: string | null }> {
+  const proc = await deps.install(argv, binds, network, env, (event) => report.event(event));
+  void proc.closeStdin();
+  const forward = async (stream: AsyncIterable<Uint8Array>) => {
+    for await (const chunk of stream) {
+      options.stderr(chunk);
+      report.output(chunk);
+    }
+  };
+  const abort = () => void proc.kill('SIGKILL');
+  options.signal?.addEventListener('abort', abort, { once: true });
+  try {
+    const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
+    options.signal?.throwIfAborted();
+    return status;
+  } finally {
+    options.signal?.removeEventListener('abort', abort);
+  }
+}

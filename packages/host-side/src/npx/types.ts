@@ -1,0 +1,75 @@
+import type {
+  Logger,
+  NetworkSpec,
+  RegistryTrust,
+  SandboxEvent,
+  ChildSandboxProcess as SpawnedProcess,
+} from '@mcpsandbox/core';
+import type { StartedWorker } from '../install-job.js';
+import type { CachePlaces } from '../user-npm-cache.js';
+import type { Bind } from '../view.js';
+import type { HostNpmConfig } from './npm-config.js';
+
+/** Where installed packages appear inside the sandbox (under the hidden, empty /run). */
+export const SANDBOX_NPM_ROOT = '/run/mcp-sandbox/npm';
+/** Where the user's npm cache appears to the fetch step (and to no other step). */
+export const SANDBOX_NPM_CACHE = '/run/mcp-sandbox/npm-cache';
+
+export interface NpxCacheOptions {
+  /** Host directory of the persistent cache, one entry per registry and package spec. */
+  readonly cacheRoot: string;
+  readonly hostEnv: Readonly<Record<string, string | undefined>>;
+  /** Registry URL; default: the host's `npm config get registry`. */
+  readonly registry?: string;
+  /** More hosts the install step may reach (`--install-allow-net`), for packages that download at install. */
+  readonly installHosts?: readonly string[];
+  /** Where the output of a failed install is kept for the user (default: `logs` next to the cache root). */
+  readonly logDir?: string;
+  /** `--install-env`: variables the install step (only) gets, never the server. */
+  readonly installEnv?: Readonly<Record<string, string>>;
+  /**
+   * Let the fetch half of an install use the user's own npm cache (see user-npm-cache.ts),
+   * kept clear of these places; absent: every install downloads into a private cache.
+   */
+  readonly userCache?: Omit<CachePlaces, 'ownerUid' | 'installCacheRoot'>;
+  /**
+   * The host npm's settings as the start that handed this install over read them (it saves
+   * the background worker a second `npm config get`); absent: asked of the host's npm. The
+   * cache directory in it is validated again before any use, as every time.
+   */
+  readonly npmConfig?: HostNpmConfig;
+}
+
+export interface NpxDeps {
+  readonly cache: NpxCacheOptions;
+  readonly runAs: { readonly uid: number; readonly gid: number } | undefined;
+  readonly onEvent: ((event: SandboxEvent) => void) | undefined;
+  /** Where mcp-sandbox's own progress lines go (stderr, through the bridge's logger). */
+  readonly logger: Logger;
+  /** Turns the command's spec into the exact one to install (pinned installs); absent: as given. */
+  readonly pin?: (spec: string, registry: string, trust: RegistryTrust) => Promise<string>;
+  /**
+   * Runs an install step in the sandbox with `binds` and only `network` for egress: no other
+   * environment, no mounts of the spec, no other cache entry.
+   */
+  readonly install: (
+    argv: readonly string[],
+    binds: readonly Bind[],
+    network: NetworkSpec,
+    env: Readonly<Record<string, string>>,
+    onEvent: (event: SandboxEvent) => void,
+  ) => Promise<SpawnedProcess>;
+  /**
+   * Runs the install in a detached process of its own (see install-worker.ts) so that a start
+   * the client abandons still completes it; absent: in this process.
+   */
+  readonly background?: (spec: string, registry: string, npmConfig: HostNpmConfig) => StartedWorker;
+}
+
+export interface PreparedNpx {
+  readonly command: readonly string[];
+  /** The cache entry, read-only. */
+  readonly bind?: Bind;
+  /** The server's own package: its cache key and its directory inside the sandbox. */
+  readonly package?: { readonly key: string; readonly dir: string };
+}
