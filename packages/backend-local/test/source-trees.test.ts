@@ -36,9 +36,16 @@ function withPrelude(script: string): string[] {
   return ['node', '-e', `${script};require(process.argv[1])`, SERVER];
 }
 
+/**
+ * The fixtures, read-only: a `node -e` prelude names the server only by path, so auto-mount does
+ * not show it (and the repository may sit under a hidden root such as /tmp).
+ */
+const SEE_FIXTURES = ['--mount', `${FIXTURES}:ro`];
+
 /** `mcp-sandbox run <args>` answering one tools/list, to its end. */
 function run(args: readonly string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, [BIN, 'run', ...args], {
+  const see = args.includes(`${FIXTURES}:ro`) ? [] : SEE_FIXTURES;
+  return spawnSync(process.execPath, [BIN, 'run', ...see, ...args], {
     input: LIST,
     encoding: 'utf8',
     timeout: 120_000,
@@ -144,7 +151,7 @@ describe('sources the sandbox wrote, walked again by the host', () => {
     ].join('');
     const swapper = spawn(
       process.execPath,
-      [BIN, 'run', '--mount', `${source}:rw`, '--', ...withPrelude(swap)],
+      [BIN, 'run', ...SEE_FIXTURES, '--mount', `${source}:rw`, '--', ...withPrelude(swap)],
       {
         stdio: ['pipe', 'ignore', 'ignore'],
         env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' },
