@@ -1,5 +1,3 @@
-import type { HostNpmConfig } from './npx/npm-config.js';
-
 /**
  * What a background install is asked to do and what it answers: the npx install step hands a
  * job to a backend's worker (its own process, detached) and reads the result back.
@@ -31,4 +29,13 @@ export interface StartedWorker {
   readonly result: Promise<InstallResult>;
   /** Stop listening: the worker goes on alone, within its own deadline. */
   detach(): void;
+}
+
+/** The host npm's registry and TLS trust (never its credentials), which the install inside needs. */
+export interface HostNpmConfig {
+  readonly registry: string;
+  readonly cafile: string | undefined;
+  readonly strictSsl: boolean;
+  /** npm's cache directory as configured (user-written: checked before any use). */
+  readonly cache: string | undefined;
 }

@@ -1,7 +1,10 @@
 import { execFile } from 'node:child_process';
+import type { HostNpmConfig } from '../install-job.js';
 import { defaultUserNpmCache } from '../user-npm-cache.js';
 import type { Bind } from '../view.js';
 import type { NpxCacheOptions } from './types.js';
+
+export type { HostNpmConfig } from '../install-job.js';
 
 export const DEFAULT_NPM_REGISTRY = 'https://registry.npmjs.org/';
 
@@ -31,15 +34,6 @@ export async function registryAccess(
 
 export function normalizeRegistry(registry: string): string {
   return registry.endsWith('/') ? registry : `${registry}/`;
-}
-
-/** The host npm's registry and TLS trust (never its credentials), which the install inside needs. */
-export interface HostNpmConfig {
-  readonly registry: string;
-  readonly cafile: string | undefined;
-  readonly strictSsl: boolean;
-  /** npm's cache directory as configured (user-written: checked before any use). */
-  readonly cache: string | undefined;
 }
 
 const npmConfigs = new Map<string, Promise<HostNpmConfig>>();

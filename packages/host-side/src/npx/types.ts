@@ -5,10 +5,9 @@ import type {
   SandboxEvent,
   ChildSandboxProcess as SpawnedProcess,
 } from '@mcpsandbox/core';
-import type { StartedWorker } from '../install-job.js';
+import type { HostNpmConfig, StartedWorker } from '../install-job.js';
 import type { CachePlaces } from '../user-npm-cache.js';
 import type { Bind } from '../view.js';
-import type { HostNpmConfig } from './npm-config.js';
 
 /** Where installed packages appear inside the sandbox (under the hidden, empty /run). */
 export const SANDBOX_NPM_ROOT = '/run/mcp-sandbox/npm';
