@@ -3,7 +3,11 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { UserNpmCache } from '../user-npm-cache.js';
 import { installSteps } from './steps.js';
+
+// The step only names the cache as a bind source: the validation itself is user-npm-cache.test.ts's.
+const CACHE = { path: '/c' } as unknown as UserNpmCache;
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -38,7 +42,7 @@ describe('the fetch step with the user cache: one process, two npm commands', ()
     const { dir, log } = fakeNpm();
     const marker = join(dir, 'pwned');
     const spec = `x"; touch ${marker}; echo "$(touch ${marker})\`touch ${marker}\``;
-    const steps = installSteps('/run/p', spec, config.registry, config, { path: '/c' }, { PATH: dir });
+    const steps = installSteps('/run/p', spec, config.registry, config, CACHE, { PATH: dir });
     expect(steps.map((step) => step.scripts)).toEqual([false, true]);
     const [program, ...args] = steps[0]!.argv;
     execFileSync(program!, args, { env: { PATH: `${dir}:/usr/bin:/bin` } });
@@ -57,7 +61,7 @@ describe('the fetch step with the user cache: one process, two npm commands', ()
 
   it('stops after a failed resolve, with npm exit status', () => {
     const { dir, log } = fakeNpm(7);
-    const steps = installSteps('/run/p', 'pkg@1', config.registry, config, { path: '/c' }, { PATH: dir });
+    const steps = installSteps('/run/p', 'pkg@1', config.registry, config, CACHE, { PATH: dir });
     const [program, ...args] = steps[0]!.argv;
     let status: number | null = 0;
     try {
