@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { node22, runSuite, tokenProxy } from './conformance-runner.js';
@@ -17,16 +18,38 @@ beforeAll(async () => {
   node = await node22();
 }, 300_000);
 
-async function direct(command: string[], env: Record<string, string>, port: number) {
+// A port the kernel just handed out, so it is not one a live connection holds: fixed ports in the
+// ephemeral range (32768-60999) collide with the suite's own outgoing connections.
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+async function direct(command: string[], portVariable: string, env: Record<string, string> = {}) {
+  const port = await freePort();
   const child = spawn(process.execPath, command, {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...env, [portVariable]: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  let stderr = '';
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the reference server did not start')), 20_000);
+    const fail = (why: string) => {
+      child.kill('SIGKILL');
+      reject(new Error(`the reference server ${why} on port ${port}; its stderr:\n${stderr}`));
+    };
+    const timer = setTimeout(() => fail('did not start in 20 s'), 20_000);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      fail(`exited (${code ?? signal}) before listening`);
+    });
     child.stderr?.on('data', (c: Buffer) => {
-      if (/listening/i.test(c.toString())) {
+      stderr += c.toString();
+      if (/listening/i.test(stderr)) {
         clearTimeout(timer);
+        child.removeAllListeners('exit');
         resolve();
       }
     });
@@ -72,14 +95,12 @@ async function compare(
 
 describe('conformance suite, direct vs through serve', () => {
   it('2025-11-25 (conformance 0.1.16): server-everything', async () => {
-    const port = 39000 + (process.pid % 1000);
-    const d = await direct([EVERYTHING, 'streamableHttp'], { PORT: String(port) }, port);
+    const d = await direct([EVERYTHING, 'streamableHttp'], 'PORT');
     await compare('2025-11-25', d, ['node', EVERYTHING, 'stdio'], [], 11);
   }, 200_000);
 
   it('2026-07-28 (conformance 0.2.0-alpha.12): the v2 SDK server, modern era', async () => {
-    const port = 40000 + (process.pid % 1000);
-    const d = await direct([V2_SERVER], { V2_HTTP_PORT: String(port), MCP_ERA: 'modern' }, port);
+    const d = await direct([V2_SERVER], 'V2_HTTP_PORT', { MCP_ERA: 'modern' });
     await compare('2026-07-28', d, ['node', V2_SERVER], ['--env', 'MCP_ERA=modern'], 4);
   }, 200_000);
 });
