@@ -64,7 +64,8 @@ export const builtInBackends: BackendRegistry = {
     summary: 'no sandbox: a plain child process (for trusted servers and measuring)',
     // The host's own files and network are all reachable anyway.
     ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust'],
-    create: async (options) => (await import('@mcpsandbox/backend-local')).createNoneBackend(options),
+    // Its own entry: a plain child process needs none of the OS sandbox's egress stack at start.
+    create: async (options) => (await import('@mcpsandbox/backend-local/none')).createNoneBackend(options),
   },
   fake: {
     summary: 'in-memory fake server, no processes (for tests and examples)',

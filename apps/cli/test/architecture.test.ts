@@ -12,6 +12,7 @@ interface Workspace {
   readonly dir: string;
   readonly runtime: readonly string[];
   readonly dev: readonly string[];
+  readonly subpaths: readonly string[];
 }
 
 function workspaces(): Workspace[] {
@@ -33,6 +34,8 @@ function workspaces(): Workspace[] {
         dir,
         runtime: [...names('dependencies'), ...names('peerDependencies')],
         dev: names('devDependencies'),
+        // A subpath the package declares in `exports` is its public API; any other is a deep import.
+        subpaths: Object.keys((manifest.exports as Record<string, unknown>) ?? {}).filter((k) => k !== '.'),
       },
     ];
   });
@@ -75,6 +78,11 @@ function workspaceName(specifier: string, names: ReadonlySet<string>): string | 
   const parts = specifier.split('/');
   const name = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] as string);
   return names.has(name) ? name : undefined;
+}
+
+function declaredSubpath(specifier: string, target: string, packages: readonly Workspace[]): boolean {
+  const subpath = `.${specifier.slice(target.length)}`;
+  return packages.find((p) => p.name === target)?.subpaths.includes(subpath) ?? false;
 }
 
 function cycles(srcDir: string): string[] {
@@ -133,7 +141,8 @@ describe('the package layering of docs/architecture.md', () => {
           const target = workspaceName(specifier, names);
           if (!target || target === pkg.name) continue;
           if (!allowed.has(target)) violations.push(`${relative(root, file)} imports ${specifier}`);
-          else if (specifier !== target) violations.push(`${relative(root, file)} deep-imports ${specifier}`);
+          else if (specifier !== target && !declaredSubpath(specifier, target, packages))
+            violations.push(`${relative(root, file)} deep-imports ${specifier}`);
         }
       }
       expect(violations).toEqual([]);
@@ -148,5 +157,8 @@ describe('the package layering of docs/architecture.md', () => {
     const core = table.get('@mcpsandbox/core');
     expect(core?.has('@mcpsandbox/backend-local')).toBe(false);
     expect(workspaceName('@mcpsandbox/backend-local/dist/x.js', names)).toBe('@mcpsandbox/backend-local');
+    const local = '@mcpsandbox/backend-local';
+    expect(declaredSubpath(`${local}/dist/none.js`, local, packages)).toBe(false);
+    expect(declaredSubpath(`${local}/none`, local, packages)).toBe(true);
   });
 });

@@ -10,10 +10,7 @@ import {
   renameSync,
   writeFileSync,
 } from 'node:fs';
-import { get as httpGet } from 'node:http';
-import { get as httpsGet } from 'node:https';
 import { dirname, join } from 'node:path';
-import { rootCertificates } from 'node:tls';
 import { SandboxError, UsageError } from './errors.js';
 import type { Logger } from './logger.js';
 import { PendingBytes } from './pending-bytes.js';
@@ -160,8 +157,11 @@ export interface RegistryTrust {
   readonly strictSsl?: boolean;
 }
 
-/** One GET, no redirects, bounded in size and time; the CA files npm trusts are trusted here too. */
-function getText(url: URL, accept: string, timeoutMs: number, trust: RegistryTrust): Promise<string> {
+/**
+ * One GET, no redirects, bounded in size and time; the CA files npm trusts are trusted here too.
+ * The HTTP and TLS modules load here, not at start: most sessions never pin anything.
+ */
+async function getText(url: URL, accept: string, timeoutMs: number, trust: RegistryTrust): Promise<string> {
   const extra = (trust.caFiles ?? []).flatMap((file) => {
     if (!file) return [];
     try {
@@ -170,7 +170,8 @@ function getText(url: URL, accept: string, timeoutMs: number, trust: RegistryTru
       return [];
     }
   });
-  const get = url.protocol === 'http:' ? httpGet : httpsGet;
+  const { get } = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
+  const { rootCertificates } = await import('node:tls');
   return new Promise((resolve, reject) => {
     const request = get(
       url,

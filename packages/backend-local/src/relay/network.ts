@@ -204,17 +204,29 @@ export function relaySource(): string {
  */
 export function writeResolverFiles(root: string): { resolv: string; hosts: string; nsswitch: string } {
   const dir = openOwnedDir(root);
+  // They go with the session: no sync (see writeFileAt).
+  const session = { durable: false } as const;
   try {
-    writeFileAt(dir, 'resolv.conf', `nameserver ${SANDBOX_DNS_ADDRESS}\noptions timeout:2 attempts:2\n`);
+    writeFileAt(
+      dir,
+      'resolv.conf',
+      `nameserver ${SANDBOX_DNS_ADDRESS}\noptions timeout:2 attempts:2\n`,
+      0o644,
+      session,
+    );
     writeFileAt(
       dir,
       'hosts',
       '127.0.0.1\tlocalhost mcp-sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n',
+      0o644,
+      session,
     );
     writeFileAt(
       dir,
       'nsswitch.conf',
       'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n',
+      0o644,
+      session,
     );
   } finally {
     closeDir(dir);
