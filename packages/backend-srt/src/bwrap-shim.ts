@@ -1,7 +1,6 @@
-import { chmodSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { accessSync, constants } from 'node:fs';
 import { shellQuote } from './launch.js';
 
 /** srt's own temp on Linux: bound in from the host when it exists there (srt 0.0.83, not configurable). */
@@ -25,6 +24,7 @@ export function bwrapShimScript(realBwrap: string): string {
     'n=$#',
     'at=0',
     `if [ "$n" -ge 4 ] && [ -e ${dir} ]; then`,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a template
     '  eval "sep=\\${$((n - 3))}" "flag=\\${$((n - 1))}"',
     '  if [ "$sep" = "--" ] && [ "$flag" = "-c" ]; then at=$((n - 3)); fi',
     'fi',

@@ -1,5 +1,10 @@
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
-import { BackendUnavailableError, type Logger, type SandboxEvent, SandboxFailureError } from '@mcpsandbox/core';
+import {
+  BackendUnavailableError,
+  type Logger,
+  type SandboxEvent,
+  SandboxFailureError,
+} from '@mcpsandbox/core';
 import { DenialReporter, EgressProxy, type NetGrant } from '@mcpsandbox/egress';
 
 /** Who the proxy serves now: one session's grants, its trace and its hints. */

@@ -6,7 +6,13 @@ import { type BwrapShim, findBwrap, writeBwrapShim } from './bwrap-shim.js';
 import { EgressSwitch } from './egress-switch.js';
 import { type SrtPlatform, srtPlatformOf } from './policy.js';
 import { srtManagerConfig } from './profile.js';
-import { checkWindowsEngine, pinnedInstructions, type SrtWindowsApi, srtWindowsApi, windowsManagerConfig } from './windows.js';
+import {
+  checkWindowsEngine,
+  pinnedInstructions,
+  type SrtWindowsApi,
+  srtWindowsApi,
+  windowsManagerConfig,
+} from './windows.js';
 
 /** The exact sandbox-runtime release this backend was written and tested against. */
 export const SRT_VERSION = '0.0.83';
@@ -149,7 +155,7 @@ export function installHint(platform: SrtPlatform): string {
   if (platform === 'linux')
     return 'Install bubblewrap, socat and ripgrep (apt-get install bubblewrap socat ripgrep)';
   if (platform === 'macos') return 'Install ripgrep (brew install ripgrep); sandbox-exec ships with macOS';
-  return `From an elevated prompt (Run as administrator): ${pinnedInstructions(srtWindowsApi, SRT_VERSION)}`;
+  return `${pinnedInstructions(srtWindowsApi, SRT_VERSION)}\nRun the install from an elevated prompt (Run as administrator)`;
 }
 
 /** The directory of the installed sandbox-runtime package. */

@@ -56,7 +56,7 @@ export function pinnedInstructions(api: SrtWindowsApi, version: string): string 
 
 function unavailable(what: string, api: SrtWindowsApi, version: string): BackendUnavailableError {
   return new BackendUnavailableError(
-    `the srt backend cannot start on Windows: ${what}\nFrom an elevated prompt (Run as administrator): ${pinnedInstructions(api, version)}`,
+    `the srt backend cannot start on Windows: ${what}\n${pinnedInstructions(api, version)}\nRun the install from an elevated prompt (Run as administrator), then start mcp-sandbox again.`,
     { code: 'E_SRT_DEPENDENCIES' },
   );
 }
