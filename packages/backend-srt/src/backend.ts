@@ -15,7 +15,7 @@ import {
   openState,
   planTlsTrust,
 } from '@mcpsandbox/host-side';
-import { enforcedBy, SRT_VERSION, srtEngine } from './engine.js';
+import { enforcedBy, refuseUnsupportedCommands, SRT_VERSION, srtEngine } from './engine.js';
 import { checkPathMounts, srtPlatformOf, userDataRoots } from './policy.js';
 import { SrtSandbox } from './sandbox.js';
 
@@ -59,6 +59,7 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
       checkPathMounts(spec.mounts ?? []);
       const grants = (spec.network?.allow ?? []).map(parseGrant);
       const engine = await srtEngine(options.platform ?? process.platform);
+      refuseUnsupportedCommands(engine.platform);
       createOptions?.signal?.throwIfAborted();
       const home = hostEnv.HOME ?? homedir();
       const npm: NpxCacheOptions = {

@@ -1,5 +1,10 @@
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
-import { type Logger, type SandboxEvent, SandboxFailureError } from '@mcpsandbox/core';
+import {
+  BackendUnavailableError,
+  type Logger,
+  type SandboxEvent,
+  SandboxFailureError,
+} from '@mcpsandbox/core';
 import { DenialReporter, EgressProxy, type NetGrant } from '@mcpsandbox/egress';
 
 /** Who the proxy serves now: one session's grants, its trace and its hints. */
@@ -33,9 +38,10 @@ export class EgressSwitch {
 
   /**
    * Loopback only, on one port for both families: srt's bridge dials `localhost`, which may be
-   * either (macOS resolves it to ::1 first).
+   * either (macOS resolves it to ::1 first). With `range` (Windows, where the WFP filter lets the
+   * sandbox user reach only those loopback ports), the first free port in it.
    */
-  static async open(): Promise<EgressSwitch> {
+  static async open(range?: readonly [number, number]): Promise<EgressSwitch> {
     const listen = (host: string, port: number) =>
       new Promise<Server>((resolve, reject) => {
         const listener = createServer();
@@ -45,10 +51,17 @@ export class EgressSwitch {
           resolve(listener);
         });
       });
-    const v4 = await listen('127.0.0.1', 0);
+    const v4 = range ? await listenInRange(listen, range) : await listen('127.0.0.1', 0);
     const port = (v4.address() as AddressInfo).port;
     const v6 = await listen('::1', port).catch(() => undefined);
     return new EgressSwitch(v6 ? [v4, v6] : [v4]);
+  }
+
+  /** Stops listening (a start that failed after opening the switch). */
+  close(): void {
+    this.#current?.proxy.close();
+    this.#current = undefined;
+    for (const listener of this.#listeners) listener.close();
   }
 
   get port(): number {
@@ -84,4 +97,21 @@ export class EgressSwitch {
     this.#current.proxy.close();
     this.#current = undefined;
   }
+}
+
+async function listenInRange(
+  listen: (host: string, port: number) => Promise<Server>,
+  [low, high]: readonly [number, number],
+): Promise<Server> {
+  for (let port = low; port <= high; port++) {
+    try {
+      return await listen('127.0.0.1', port);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    }
+  }
+  throw new BackendUnavailableError(
+    `the srt backend cannot start: every loopback port from ${low} to ${high} (the ports srt-win's filter lets the sandbox reach) is in use`,
+    { code: 'E_SRT_DEPENDENCIES' },
+  );
 }

@@ -1,9 +1,18 @@
 import { createRequire } from 'node:module';
-import { SandboxManager } from '@anthropic-ai/sandbox-runtime';
+import { dirname } from 'node:path';
+import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
 import { BackendUnavailableError } from '@mcpsandbox/core';
+import { type BwrapShim, findBwrap, writeBwrapShim } from './bwrap-shim.js';
 import { EgressSwitch } from './egress-switch.js';
 import { type SrtPlatform, srtPlatformOf } from './policy.js';
 import { srtManagerConfig } from './profile.js';
+import {
+  checkWindowsEngine,
+  pinnedInstructions,
+  type SrtWindowsApi,
+  srtWindowsApi,
+  windowsManagerConfig,
+} from './windows.js';
 
 /** The exact sandbox-runtime release this backend was written and tested against. */
 export const SRT_VERSION = '0.0.83';
@@ -13,6 +22,8 @@ export interface SrtEngine {
   readonly version: string;
   /** Where srt's own package lives: read-only inside, and never under a writable path. */
   readonly packageDir: string;
+  /** Every directory holding code the host runs for a session (srt, srt-win, the bwrap shim): never writable inside. */
+  readonly hostCodeDirs: readonly string[];
   readonly egress: EgressSwitch;
   /** The loopback port inside the sandbox where the proxy is reached (srt's bridge on Linux). */
   readonly insideProxyPort: number;
@@ -49,6 +60,33 @@ export function enforcedBy(platform: SrtPlatform): {
   };
 }
 
+/** The parts of srt and of this host the start uses: srt's own by default, injected by tests. */
+export interface SrtEngineDeps {
+  readonly platform: NodeJS.Platform;
+  readonly manager: Pick<
+    typeof SandboxManager,
+    'checkDependencies' | 'initialize' | 'getLinuxHttpSocketPath' | 'getLinuxSocksSocketPath'
+  >;
+  readonly windows: SrtWindowsApi;
+  /** The host listener srt's proxy settings point at, on a port in `range` when given. */
+  readonly openEgress: (range?: readonly [number, number]) => Promise<EgressSwitch>;
+  /** Linux: the bwrap srt runs, a shim that hides the host's `/tmp/claude` (see `bwrap-shim.ts`). */
+  readonly bwrapShim: () => BwrapShim | undefined;
+}
+
+export function defaultEngineDeps(platform: NodeJS.Platform = process.platform): SrtEngineDeps {
+  return {
+    platform,
+    manager: SandboxManager,
+    windows: srtWindowsApi,
+    openEgress: (range) => EgressSwitch.open(range),
+    bwrapShim: () => {
+      const real = findBwrap(process.env.PATH);
+      return real ? writeBwrapShim(real) : undefined;
+    },
+  };
+}
+
 let engine: Promise<SrtEngine> | undefined;
 
 /**
@@ -57,32 +95,44 @@ let engine: Promise<SrtEngine> | undefined;
  * command's own config), and its network pointed at our host-side proxy.
  */
 export function srtEngine(platform: NodeJS.Platform = process.platform): Promise<SrtEngine> {
-  engine ??= start(platform);
+  engine ??= startSrtEngine(defaultEngineDeps(platform));
   engine.catch(() => {
     engine = undefined;
   });
   return engine;
 }
 
-async function start(nodePlatform: NodeJS.Platform): Promise<SrtEngine> {
-  const platform = srtPlatformOf(nodePlatform);
+/** Starts srt once for this process: the checks srt documents for the OS, then its manager. */
+export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
+  const platform = srtPlatformOf(deps.platform);
   if (!platform) {
-    throw new BackendUnavailableError(`the srt backend does not run on ${nodePlatform}`, {
+    throw new BackendUnavailableError(`the srt backend does not run on ${deps.platform}`, {
       code: 'E_SRT_PLATFORM',
     });
   }
-  const egress = await EgressSwitch.open();
-  const config = srtManagerConfig(egress.port);
-  const check = SandboxManager.checkDependencies();
-  if (check.errors.length > 0) {
-    throw new BackendUnavailableError(
-      `the srt backend cannot start: ${check.errors.join('; ')}. ${installHint(platform)}`,
-      { code: 'E_SRT_DEPENDENCIES' },
-    );
+  let config: SandboxRuntimeConfig;
+  let shim: BwrapShim | undefined;
+  let egress: EgressSwitch;
+  if (platform === 'windows') {
+    const { srtWin } = await checkWindowsEngine(deps.windows, SRT_VERSION);
+    egress = await deps.openEgress(deps.windows.proxyPortRange);
+    config = { ...srtManagerConfig(egress.port), ...windowsManagerConfig(srtWin) };
+  } else {
+    const check = deps.manager.checkDependencies();
+    if (check.errors.length > 0) {
+      throw new BackendUnavailableError(
+        `the srt backend cannot start: ${check.errors.join('; ')}. ${installHint(platform)}`,
+        { code: 'E_SRT_DEPENDENCIES' },
+      );
+    }
+    shim = platform === 'linux' ? deps.bwrapShim() : undefined;
+    egress = await deps.openEgress();
+    config = { ...srtManagerConfig(egress.port), ...(shim ? { bwrapPath: shim.path } : {}) };
   }
   try {
-    await SandboxManager.initialize(config);
+    await deps.manager.initialize(config);
   } catch (error) {
+    egress.close();
     throw new BackendUnavailableError(
       `the srt backend cannot start: ${(error as Error).message}. ${installHint(platform)}`,
       { code: 'E_SRT_DEPENDENCIES', cause: error },
@@ -92,9 +142,10 @@ async function start(nodePlatform: NodeJS.Platform): Promise<SrtEngine> {
     platform,
     version: SRT_VERSION,
     packageDir: srtPackageDir(),
+    hostCodeDirs: [srtPackageDir(), ...(shim ? [shim.dir] : [])],
     egress,
     insideProxyPort: platform === 'linux' ? 3128 : egress.port,
-    bridgeSockets: [SandboxManager.getLinuxHttpSocketPath(), SandboxManager.getLinuxSocksSocketPath()].filter(
+    bridgeSockets: [deps.manager.getLinuxHttpSocketPath(), deps.manager.getLinuxSocksSocketPath()].filter(
       (path): path is string => typeof path === 'string',
     ),
   };
@@ -104,13 +155,44 @@ export function installHint(platform: SrtPlatform): string {
   if (platform === 'linux')
     return 'Install bubblewrap, socat and ripgrep (apt-get install bubblewrap socat ripgrep)';
   if (platform === 'macos') return 'Install ripgrep (brew install ripgrep); sandbox-exec ships with macOS';
-  return "Install srt's Windows sandbox (npx @anthropic-ai/sandbox-runtime windows-install) from an elevated prompt";
+  return `${pinnedInstructions(srtWindowsApi, SRT_VERSION)}\nRun the install from an elevated prompt (Run as administrator)`;
 }
 
 /** The directory of the installed sandbox-runtime package. */
 export function srtPackageDir(): string {
   const require = createRequire(import.meta.url);
-  const main = require.resolve('@anthropic-ai/sandbox-runtime');
-  // …/sandbox-runtime/dist/index.js
-  return main.replace(/\/dist\/index\.js$/, '');
+  // …/sandbox-runtime/dist/index.js, in the OS's own spelling (backslashes on Windows).
+  return dirname(dirname(require.resolve('@anthropic-ai/sandbox-runtime')));
+}
+
+/**
+ * srt 0.0.83 on Windows takes only per-command denies (`srt-win exec --deny-*`; a per-command
+ * allow list throws), and each command here has its own allow list: so no command runs there
+ * yet. Said once srt-win is known to be ready, so that a missing install is reported first.
+ */
+export function refuseUnsupportedCommands(platform: SrtPlatform): void {
+  if (platform !== 'windows') return;
+  throw new BackendUnavailableError(
+    `the srt backend does not run commands on Windows yet: srt-win is installed and ready, but sandbox-runtime ${SRT_VERSION} takes only per-command denies there and this backend gives each command its own allow list. Use --backend e2b, or run on Linux or macOS`,
+    { code: 'E_SRT_PLATFORM' },
+  );
+}
+
+/** What `doctor` shows for this backend: its engine here, or why it cannot start, naming the engine. */
+export async function probeSrt(
+  platform: NodeJS.Platform = process.platform,
+  start: (platform: NodeJS.Platform) => Promise<SrtEngine> = srtEngine,
+): Promise<{ readonly engine: string; readonly version: string }> {
+  const srtPlatform = srtPlatformOf(platform);
+  const engine = srtPlatform ? enforcedBy(srtPlatform).engine : `no srt engine for ${platform}`;
+  try {
+    refuseUnsupportedCommands((await start(platform)).platform);
+  } catch (error) {
+    if (!(error instanceof BackendUnavailableError)) throw error;
+    throw new BackendUnavailableError(`${engine}, sandbox-runtime ${SRT_VERSION}: ${error.message}`, {
+      code: error.code,
+      cause: error,
+    });
+  }
+  return { engine, version: SRT_VERSION };
 }

@@ -1,3 +1,3 @@
 export { createSrtBackend, createSrtBackend as createBackend, type SrtBackendOptions } from './backend.js';
-export { enforcedBy, SRT_VERSION } from './engine.js';
+export { enforcedBy, probeSrt, SRT_VERSION } from './engine.js';
 export { checkPathMounts, type SrtPlatform, srtPlatformOf, userDataRoots } from './policy.js';

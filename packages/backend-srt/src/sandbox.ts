@@ -271,15 +271,16 @@ export class SrtSandbox implements Sandbox {
     this.#config.engine.egress.hold(this.#owner, this.#policy(grants, both));
   }
 
-  /** srt rewritten by the sandbox would be run by the host at the next wrap. */
+  /** srt (or the bwrap shim) rewritten by the sandbox would be run by the host at the next wrap. */
   #checkEngineUnwritable(writable: readonly string[]): void {
-    const dir = this.#config.engine.packageDir;
-    for (const path of writable) {
-      if (isInside(dir, path) || isInside(realOrSelf(dir), realOrSelf(path))) {
-        throw new SandboxFailureError(
-          `cannot mount ${path} read-write: it holds the sandbox runtime itself (${dir}), which the sandbox could then rewrite; mount it read-only`,
-          { code: 'E_SRT_WRITABLE_ENGINE' },
-        );
+    for (const dir of this.#config.engine.hostCodeDirs) {
+      for (const path of writable) {
+        if (isInside(dir, path) || isInside(realOrSelf(dir), realOrSelf(path))) {
+          throw new SandboxFailureError(
+            `cannot mount ${path} read-write: it holds the sandbox runtime itself (${dir}), which the sandbox could then rewrite; mount it read-only`,
+            { code: 'E_SRT_WRITABLE_ENGINE' },
+          );
+        }
       }
     }
   }

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -77,6 +77,38 @@ describe('run --backend srt with a file server', () => {
   it('cannot read a canary in the HOME; with the home mounted read-only it can (control)', async () => {
     expect(await read([])).not.toContain(CANARY);
     expect(await read(['--mount', `${home}:${home}:ro`])).toContain(CANARY);
+  }, 120_000);
+});
+
+describe("run --backend srt: srt's shared /tmp/claude on the host", () => {
+  it('a file another srt user left in the host /tmp/claude is not readable by the server (control: it reads and writes its own tmp)', async () => {
+    // srt's own default temp, made by its other users (Claude Code among them): made here if absent.
+    const shared = '/tmp/claude';
+    const made = !existsSync(shared);
+    if (made) mkdirSync(shared);
+    const name = `mcp-sandbox-canary-${process.pid}-${Date.now()}.txt`;
+    const LEFT = 'left-by-another-srt-user-3b8e';
+    writeFileSync(join(shared, name), LEFT);
+    try {
+      const { client } = await connect(['--backend', 'srt', '--', process.execPath, FS_SERVER, '/'], env);
+      try {
+        const call = async (tool: string, args: Record<string, string>) =>
+          textOf(await client.callTool({ name: tool, arguments: args }));
+        // Control: the server's code runs and can use files, in its own tmp.
+        const tmp = await call('env', { path: 'TMPDIR' });
+        expect(tmp).toMatch(/^\//);
+        expect(await call('write', { path: `${tmp}/own.txt`, text: 'own-tmp-ok' })).toBe('written');
+        expect(await call('read', { path: `${tmp}/own.txt` })).toBe('own-tmp-ok');
+        const leaked = await call('read', { path: `tmp/claude/${name}` });
+        expect(leaked).not.toContain(LEFT);
+        expect(await call('exists', { path: `tmp/claude/${name}` })).toBe('false');
+      } finally {
+        await client.close();
+      }
+    } finally {
+      rmSync(join(shared, name), { force: true });
+      if (made) rmSync(shared, { recursive: true, force: true });
+    }
   }, 120_000);
 });
 
