@@ -56,7 +56,7 @@ export function pinnedInstructions(api: SrtWindowsApi, version: string): string 
 
 function unavailable(what: string, api: SrtWindowsApi, version: string): BackendUnavailableError {
   return new BackendUnavailableError(
-    `the srt backend cannot start on Windows: ${what}\n${pinnedInstructions(api, version)}\nRun the install from an elevated prompt (Run as administrator), then start mcp-sandbox again.`,
+    `the srt backend cannot start on Windows: ${what}\n${pinnedInstructions(api, version)}\nRun the install from an elevated prompt (Run as administrator), then start mcp-sandbox again.\nEven installed, sandbox-runtime ${version} cannot yet run this backend's commands on Windows (see SECURITY.md): until it can, use --backend e2b.`,
     { code: 'E_SRT_DEPENDENCIES' },
   );
 }

@@ -103,6 +103,8 @@ describe('srt on Windows: the start', () => {
     const wfp = `WFP filters not installed under sublayer (default). ${windowsInstallInstructions({ allowLoopback: false })}`;
     const error = await startError({ srtWin: true, check: { errors: [wfp], warnings: [] } });
     expect(error.message).toContain('WFP filters not installed');
+    // Nobody is sent to an elevated install without being told what it does not yet give them.
+    expect(error.message).toContain('cannot yet run this backend');
     expect(error.message).toContain(PINNED);
   });
 
