@@ -217,7 +217,11 @@ describe('the default backend changed: never a silent move away from E2B', () =>
     const withKey = await spawnIn(project, args, { ...e2bEnv(), ...env }, true);
     // Control: without a key the same failure, and no hint.
     const withoutKey = await spawnIn(project, args, env, true);
+    // A client that closes stdin at once still hears why the sandbox could not start.
+    const closedAtOnce = await spawnIn(project, args, env);
     rmSync(bin, { recursive: true, force: true });
+    expect(closedAtOnce.code).toBe(125);
+    expect(closedAtOnce.stderr).toContain('0.4.0');
     expect(withKey.code).toBe(125);
     expect(withKey.stderr).toContain('0.4.0');
     expect(withKey.stderr).toContain('--backend e2b would run this server in an E2B micro-VM instead');

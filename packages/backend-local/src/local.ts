@@ -30,7 +30,7 @@ import { buildSeccompFilter } from './filter/build.js';
 import { prepareCommand } from './install/prepare.js';
 import { makeSetupDirs, SETUP_PREFIX, type SetupDirs } from './install/setup-dirs.js';
 import type { LocalBackendOptions } from './options.js';
-import type { LocalSandboxInfo } from './probe.js';
+import type { LocalHostInfo } from './probe.js';
 import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from './relay/network.js';
 import { resolverArgs } from './relay/resolver-args.js';
 import { backendSettings, type SandboxConfig, type SpawnExtras, sandboxConfig } from './session/config.js';
@@ -60,8 +60,8 @@ export { DEFAULT_MAX_PROCESSES } from './settings.js';
 export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBackend {
   const backend = backendSettings(options);
   const { trustNote } = backend;
-  let info: LocalSandboxInfo | undefined;
-  const probe = probeOnce(options, backend.hostEnv, backend.logger, (result) => {
+  let info: LocalHostInfo | undefined;
+  const machine = probeOnce(options, backend.hostEnv, backend.logger, (result) => {
     info = result;
   });
   return {
@@ -70,13 +70,13 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
     isolation: 'os',
     describe: () =>
       info
-        ? `bubblewrap ${info.bwrapVersion}: user, mount, pid, ipc, uts and network namespaces, seccomp, ` +
+        ? `bubblewrap${info.bwrapVersion ? ` ${info.bwrapVersion}` : ''}: user, mount, pid, ipc, uts and network namespaces, seccomp, ` +
           `read-only system, private home and tmp${info.runAs ? `, as uid ${info.runAs.uid}` : ''}${trustNote}`
         : `bubblewrap OS sandbox (namespaces, seccomp, read-only system)${trustNote}`,
     async create(spec, createOptions) {
-      const found = await probe();
+      const found = await machine.info();
       createOptions?.signal?.throwIfAborted();
-      const sandbox = new LocalSandbox(sandboxConfig(spec, found, options, backend));
+      const sandbox = new LocalSandbox({ ...sandboxConfig(spec, found, options, backend), machine });
       try {
         await sandbox.stageCopies();
       } catch (error) {
@@ -247,8 +247,24 @@ class LocalSandbox implements Sandbox {
             ...args,
           ]
         : [info.bwrapPath, ...args];
-    const child = await startBwrap(info, bwrapArgv, staged, env, stdio);
-    return this.#watch(child, network);
+    // Until a sandbox has started on this machine, this one is its trial (session/probe-once.ts):
+    // when bwrap cannot be run, or ends before starting its child, the probe says why.
+    const machine = this.#config.machine?.verified() === false ? this.#config.machine : undefined;
+    let child: ChildProcess;
+    try {
+      child = await startBwrap(info, bwrapArgv, staged, env, stdio);
+    } catch (error) {
+      await machine?.diagnose();
+      throw error;
+    }
+    const { proc, nsInit } = this.#watch(child, network);
+    if (machine) {
+      if ((await nsInit) === undefined) await machine.diagnose();
+      else machine.started();
+    }
+    // close() may have begun while bwrap was starting: it did not see this process, so end it here.
+    if (this.#closing) await proc.kill('SIGKILL');
+    return proc;
   }
 
   /** Host trees a sandbox can write: `rw` mounts, the state root, this session's directory. */
@@ -341,7 +357,10 @@ class LocalSandbox implements Sandbox {
   }
 
   /** The started bwrap as a process: its filter, its namespace's init, its network and its end. */
-  async #watch(child: ChildProcess, network: SandboxNetwork | undefined): Promise<SpawnedProcess> {
+  #watch(
+    child: ChildProcess,
+    network: SandboxNetwork | undefined,
+  ): { readonly proc: SpawnedProcess; readonly nsInit: Promise<number | undefined> } {
     const seccompPipe = child.stdio[SECCOMP_FD] as NodeJS.WritableStream;
     seccompPipe.on('error', () => {});
     seccompPipe.end(Buffer.from(this.#seccomp));
@@ -369,9 +388,7 @@ class LocalSandbox implements Sandbox {
       }),
     };
     this.#live.add(live);
-    // close() may have begun while bwrap was starting: it did not see this process, so end it here.
-    if (this.#closing) await proc.kill('SIGKILL');
-    return proc;
+    return { proc, nsInit };
   }
 
   /** The argv bwrap executes: limits and a clean environment. */

@@ -56,6 +56,12 @@ export interface LocalSandboxInfo {
   readonly warnings: readonly string[];
 }
 
+/**
+ * What a session needs of the machine. The probe's version and trial run are not part of it: a
+ * start does not wait for them (see `localHostInfo`), so its bubblewrap version may be unknown.
+ */
+export type LocalHostInfo = Omit<LocalSandboxInfo, 'bwrapVersion'> & { readonly bwrapVersion?: string };
+
 export interface ProbeOptions {
   /** Replace gathered facts (tests, diagnostics). */
   readonly facts?: Partial<LocalProbeFacts>;
@@ -73,6 +79,26 @@ export async function probeLocalSandbox(options: ProbeOptions = {}): Promise<Loc
   const runAs = options.runAsWhenRoot ?? NOBODY;
   const facts = await gatherFacts(options.facts ?? {}, options.hostEnv ?? process.env, runAs);
   return evaluateLocalProbe(facts, runAs);
+}
+
+/**
+ * The probe without running anything: every check that needs no bwrap run (the platform, the
+ * architecture, bwrap on the PATH, prlimit, the staging tools). The two it leaves out, the
+ * version and the trial sandbox, are what the first real sandbox tests anyway: bwrap refuses a
+ * flag it lacks and a namespace it cannot make, before it runs anything. When that first start
+ * fails, the full probe runs and says why (see session/probe-once.ts). Nothing is weaker: a
+ * sandbox that starts has every namespace and flag it asked for.
+ */
+export async function localHostInfo(options: ProbeOptions = {}): Promise<LocalHostInfo> {
+  const runAs = options.runAsWhenRoot ?? NOBODY;
+  const facts = await gatherFacts(
+    // Stand-ins for the two runs left out, so that the verdict below judges everything else.
+    { bwrapVersion: MIN_BWRAP_VERSION, trial: { ok: true, stderr: '' }, ...options.facts },
+    options.hostEnv ?? process.env,
+    runAs,
+  );
+  const { bwrapVersion: _unchecked, ...info } = evaluateLocalProbe(facts, runAs);
+  return info;
 }
 
 /** The pure half of the probe: facts in, verdict out. */

@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BackendUnavailableError } from '@mcpsandbox/core';
 import { describe, expect, it } from 'vitest';
 import {
@@ -121,5 +125,71 @@ describe('probeLocalSandbox: this machine', () => {
     const info = await probeLocalSandbox();
     expect(info.bwrapVersion).toMatch(/^\d+\.\d+/);
     expect(info.runAs).toEqual(process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined);
+  });
+});
+
+describe('the first sandbox is the trial: no probe runs on a start', () => {
+  // A bwrap first on PATH that logs how it was called, then runs the real one, or fails as a
+  // machine without user namespaces does (before running anything, as bwrap does).
+  function wrapperBwrap(mode: 'real' | 'no-userns'): { dir: string; log: string; env: Record<string, string> } {
+    const real = execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim();
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-sandbox-bwrap-log-'));
+    const log = join(dir, 'calls');
+    const body =
+      mode === 'real'
+        ? `exec ${real} "$@"`
+        : 'case "$1" in --version) echo "bubblewrap 0.9.0";; *) echo "bwrap: setting up uid map: Permission denied" >&2; exit 1;; esac';
+    writeFileSync(join(dir, 'bwrap'), `#!/bin/sh\necho "$1" >> ${log}\n${body}\n`, { mode: 0o755 });
+    // As root the sandbox runs as nobody, who must run the wrapper and write its log.
+    chmodSync(dir, 0o755);
+    writeFileSync(log, '');
+    chmodSync(log, 0o666);
+    return { dir, log, env: { PATH: `${dir}:${process.env.PATH}`, HOME: process.env.HOME ?? '/' } };
+  }
+  const spec = { sessionId: 's', env: {}, ttlMs: 20_000 };
+
+  it('runs bwrap once per sandbox on a machine that works: no --version, no trial run', async () => {
+    const { dir, log, env } = wrapperBwrap('real');
+    try {
+      const sandbox = await createLocalBackend({ hostEnv: env }).create(spec);
+      try {
+        const proc = await sandbox.exec(['/bin/sh', '-c', 'echo started']);
+        void proc.closeStdin();
+        let out = '';
+        for await (const chunk of proc.stdout) out += Buffer.from(chunk).toString();
+        expect(out.trim()).toBe('started');
+        await proc.exit;
+      } finally {
+        await sandbox.close();
+      }
+      const calls = readFileSync(log, 'utf8').trim().split('\n');
+      expect(calls).not.toContain('--version');
+      // The sandbox's own bwrap (one layer, or two with the egress relay), and nothing else.
+      expect(calls.length).toBeLessThanOrEqual(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a failed first start runs the probe and fails with its typed error, naming the fix', async () => {
+    const { dir, log, env } = wrapperBwrap('no-userns');
+    try {
+      const sandbox = await createLocalBackend({ hostEnv: env }).create(spec);
+      try {
+        const error = await sandbox.exec(['/bin/sh', '-c', 'echo started']).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(BackendUnavailableError);
+        expect((error as BackendUnavailableError).code).toBe('E_USERNS_BLOCKED');
+        expect((error as Error).message).toContain('setting up uid map');
+      } finally {
+        await sandbox.close();
+      }
+      // Control: the start really ran this bwrap, then the probe's two runs.
+      expect(readFileSync(log, 'utf8')).toContain('--version');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-import type { CreateOptions, Logger, SandboxBackend, SandboxSpec } from '@mcpsandbox/core';
+import type { CreateOptions, Logger, Sandbox, SandboxBackend, SandboxSpec } from '@mcpsandbox/core';
 
 /** Sets the backend used when `--backend` is not given (in a client entry's `env`, for example). */
 export const BACKEND_ENV = 'MCP_SANDBOX_BACKEND';
@@ -26,28 +26,37 @@ export function noteDefaultChanged(backendGiven: boolean, env: Env, backend: str
 }
 
 /**
- * Wraps the `local` backend so that, when it cannot run here (no bubblewrap, not Linux) and an
- * E2B key is at hand, the user also hears that `--backend e2b` would work.
+ * Wraps the `local` backend so that, when it cannot run here (no bubblewrap, not Linux, no user
+ * namespaces) and an E2B key is at hand, the user also hears that `--backend e2b` would work. The
+ * backend may learn it at create, or at its first start (local tests the machine by starting).
  */
 export function withE2bFallbackHint(backend: SandboxBackend, env: Env, logger: Logger): SandboxBackend {
   if (backend.id !== 'local' || !env[E2B_KEY_ENV]) return backend;
+  let hinted = false;
+  const hint = (error: unknown) => {
+    // By name: a backend may bring its own copy of core.
+    if (!hinted && (error as Error | undefined)?.name === 'BackendUnavailableError') {
+      hinted = true;
+      logger.warn(
+        `the local sandbox cannot run here, but ${E2B_KEY_ENV} is set: --backend e2b would run this server in an E2B micro-VM instead`,
+      );
+    }
+    throw error;
+  };
   return {
     specificationVersion: backend.specificationVersion,
     id: backend.id,
     isolation: backend.isolation,
     ...(backend.describe ? { describe: () => backend.describe?.() ?? '' } : {}),
     async create(spec: SandboxSpec, options?: CreateOptions) {
-      try {
-        return await backend.create(spec, options);
-      } catch (error) {
-        // By name: a backend may bring its own copy of core.
-        if ((error as Error | undefined)?.name === 'BackendUnavailableError') {
-          logger.warn(
-            `the local sandbox cannot run here, but ${E2B_KEY_ENV} is set: --backend e2b would run this server in an E2B micro-VM instead`,
-          );
-        }
-        throw error;
-      }
+      const sandbox = await backend.create(spec, options).catch(hint);
+      const prepare = sandbox.prepare?.bind(sandbox);
+      return {
+        id: sandbox.id,
+        exec: (command, execOptions) => sandbox.exec(command, execOptions).catch(hint),
+        ...(prepare ? { prepare: (command, prepareOptions) => prepare(command, prepareOptions).catch(hint) } : {}),
+        close: () => sandbox.close(),
+      } satisfies Sandbox;
     },
   };
 }

@@ -153,6 +153,8 @@ class Bridge {
   #serverStatus: ExitStatus | undefined;
   #signalledByUs = false;
   #ending: { reason: EndReason; detail?: unknown } | undefined;
+  /** Why the start failed after the client had already closed stdin: still the session's end. */
+  #lateStartFailure: { readonly error: unknown } | undefined;
   #clientGone = false;
   #sandboxClosed: Promise<void> | undefined;
   #startup: Promise<void>;
@@ -233,6 +235,8 @@ class Bridge {
       }
       proc = await sandbox.exec(command);
     } catch (error) {
+      // A client that closes stdin at once (`< /dev/null`) must still hear that the sandbox could not start.
+      if (this.#ending?.reason === 'client-eof') this.#lateStartFailure = { error };
       this.#end('sandbox-failure', error);
       return;
     }
@@ -727,7 +731,9 @@ class Bridge {
     );
   }
 
-  async #shutdown(reason: EndReason, detail: unknown): Promise<BridgeResult> {
+  async #shutdown(endReason: EndReason, endDetail: unknown): Promise<BridgeResult> {
+    let reason = endReason;
+    let detail = endDetail;
     const { logger } = this.#o;
     const timing = this.#timing;
     if (reason === 'ttl') {
@@ -750,6 +756,13 @@ class Bridge {
     if (reason !== 'client-eof' && reason !== 'server-exit') this.#abort.abort();
     await within(this.#startup, 15_000);
     this.#ready.resolve(null);
+    const late = this.#lateStartFailure;
+    if (late) {
+      reason = 'sandbox-failure';
+      detail = late.error;
+      logger.error(errorMessage(detail));
+      this.#trace?.event('sandbox-failure', { message: errorMessage(detail), code: errorCode(detail) });
+    }
 
     const proc = this.#proc;
     if (proc && !this.#serverStatus) {

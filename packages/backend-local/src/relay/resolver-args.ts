@@ -1,9 +1,9 @@
 /** With egress: the sandbox's own resolver files and, as in the outer layer, its own uid. */
-import type { LocalSandboxInfo } from '../probe.js';
+import type { LocalHostInfo } from '../probe.js';
 
 export function resolverArgs(
   files: { readonly resolv: string; readonly hosts: string; readonly nsswitch: string },
-  info: LocalSandboxInfo,
+  info: LocalHostInfo,
 ): string[] {
   const uid = info.runAs?.uid ?? process.getuid?.() ?? 0;
   const gid = info.runAs?.gid ?? process.getgid?.() ?? 0;

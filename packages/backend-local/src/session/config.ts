@@ -21,7 +21,8 @@ import {
 } from '@mcpsandbox/host-side';
 import { type LimitPlan, planLimits } from '../limits.js';
 import type { LocalBackendOptions } from '../options.js';
-import type { LocalSandboxInfo } from '../probe.js';
+import type { LocalHostInfo } from '../probe.js';
+import type { MachineCheck } from './probe-once.js';
 import {
   checkMounts,
   DEFAULT_MAX_PROCESSES,
@@ -85,7 +86,7 @@ export function backendSettings(options: LocalBackendOptions): BackendSettings {
 /** One sandbox's configuration: its spec checked, its limits planned, where its files go. */
 export function sandboxConfig(
   spec: SandboxSpec,
-  found: LocalSandboxInfo,
+  found: LocalHostInfo,
   options: LocalBackendOptions,
   backend: BackendSettings,
 ): SandboxConfig {
@@ -171,7 +172,9 @@ function npmOptions(
 
 export interface SandboxConfig {
   readonly spec: SandboxSpec;
-  readonly info: LocalSandboxInfo;
+  readonly info: LocalHostInfo;
+  /** Set by the backend: its sandboxes' first start is the machine's trial (session/probe-once.ts). */
+  readonly machine?: MachineCheck;
   readonly grants: readonly NetGrant[];
   readonly limits: LimitPlan;
   readonly hostEnv: Readonly<Record<string, string | undefined>>;

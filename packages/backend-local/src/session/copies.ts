@@ -3,7 +3,7 @@ import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { COPY_LIMITS, type SandboxSpec } from '@mcpsandbox/core';
 import { copyIn } from '@mcpsandbox/host-side';
-import type { LocalSandboxInfo } from '../probe.js';
+import type { LocalHostInfo } from '../probe.js';
 
 /**
  * A private copy of each `copy` mount under the sandbox's directory `root`, recorded in `copies`
@@ -12,7 +12,7 @@ import type { LocalSandboxInfo } from '../probe.js';
 export async function stageCopies(
   root: string,
   spec: SandboxSpec,
-  info: LocalSandboxInfo,
+  info: LocalHostInfo,
   copies: Map<number, string>,
 ): Promise<void> {
   for (const [index, mount] of (spec.mounts ?? []).entries()) {

@@ -1,7 +1,7 @@
 /** Starts bubblewrap: directly, or as root through the staging step that binds what nobody may reach. */
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { startChild } from '../child-process.js';
-import type { LocalSandboxInfo } from '../probe.js';
+import type { LocalHostInfo } from '../probe.js';
 
 /** A bare name not on the host: the sandbox's shell looks it up, and says so when it is not there. */
 export function lookInsideTarget(command: readonly string[]): string[] {
@@ -14,7 +14,7 @@ export function lookInsideTarget(command: readonly string[]): string[] {
 }
 
 export async function startBwrap(
-  info: LocalSandboxInfo,
+  info: LocalHostInfo,
   bwrapArgv: readonly string[],
   staged: readonly string[],
   env: Record<string, string>,

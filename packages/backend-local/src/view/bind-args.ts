@@ -3,7 +3,7 @@ import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SandboxFailureError } from '@mcpsandbox/core';
 import type { Bind } from '@mcpsandbox/host-side';
-import type { LocalSandboxInfo } from '../probe.js';
+import type { LocalHostInfo } from '../probe.js';
 import { reachableBy, readableItself } from '../session/process-helpers.js';
 
 /**
@@ -11,7 +11,7 @@ import { reachableBy, readableItself } from '../session/process-helpers.js';
  * (source, stage) pairs the staging step binds as root before bwrap starts.
  */
 export function bindArgsFor(
-  info: LocalSandboxInfo,
+  info: LocalHostInfo,
   nextStage: () => string,
   staged: string[],
 ): (bind: Bind) => string[] {
