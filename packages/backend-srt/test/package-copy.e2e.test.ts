@@ -15,7 +15,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, FIXTURES, textOf, traceRecords } from './cli.js';
+import { connect, FIXTURES, spawnBin, textOf, traceRecords } from './cli.js';
 
 // A server that writes next to its own code, through the built binary on srt's bubblewrap path:
 // it runs from a writable copy of its package whose siblings link to the read-only install.
@@ -183,21 +183,22 @@ describe('a hostile install tree and the writable copy (srt)', () => {
   });
   afterAll(() => registry.close());
 
+  const args = (trace: string, ...extra: string[]) => [
+    '--backend-option',
+    `npmRegistry=${registry.url}`,
+    '--backend-option',
+    `stateRoot=${stateRoot}`,
+    '--trace',
+    trace,
+    ...extra,
+    '--',
+    'npx',
+    '-y',
+    '@probe/writer@1.0.0',
+  ];
   const probe = (trace: string, ...extra: string[]) =>
     session(
-      [
-        '--backend-option',
-        `npmRegistry=${registry.url}`,
-        '--backend-option',
-        `stateRoot=${stateRoot}`,
-        '--trace',
-        trace,
-        ...extra,
-        '--',
-        'npx',
-        '-y',
-        '@probe/writer@1.0.0',
-      ],
+      args(trace, ...extra),
       async (call) => JSON.parse(await call('probe', { value: 'from-session' })) as Probe,
     );
 
@@ -247,4 +248,27 @@ describe('a hostile install tree and the writable copy (srt)', () => {
     expect(treeDigest(entry)).toBe(before);
     expect(readdirSync(hostDir)).toEqual(['canary.txt']);
   }, 300_000);
+
+  it('a FIFO the server left for its command in the kept copy does not hang the next start', async () => {
+    const planted = await session(args(join(dir, 'fifo-1.jsonl'), '--state', 'fifo'), async (call) =>
+      JSON.parse(await call('probe', { plantFifo: true })),
+    );
+    // Control: the FIFO is in place, where the next session's command leads.
+    expect(planted).toEqual({ planted: true });
+    // The host resolves nothing in the copy: the start fails inside the sandbox, in time, and says so.
+    const run = spawnBin(['run', '--backend', 'srt', ...args(join(dir, 'fifo-2.jsonl'), '--state', 'fifo')], {
+      PATH: process.env.PATH,
+      ...env,
+    });
+    run.child.stdin.end(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } })}\n`,
+    );
+    const timer = setTimeout(() => run.child.kill('SIGKILL'), 45_000);
+    const { code, stderr } = await run.result;
+    clearTimeout(timer);
+    expect(code, stderr).not.toBeNull();
+    expect(code).not.toBe(0);
+    // The failure is the sandbox's own: it could not run what the copy holds.
+    expect(stderr).toMatch(/\[sandbox\].*node_modules\/\.bin\/writer/);
+  }, 120_000);
 });
