@@ -15,7 +15,7 @@
 import { mkdirSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { type ChildSandboxProcess, SandboxFailureError } from '@mcpsandbox/core';
-import { type Bind, closeDir, openDirAt, openOwnedDir, type StateDirs } from '@mcpsandbox/host-side';
+import { type Bind, closeDir, openOwnedDir, type StateDirs } from '@mcpsandbox/host-side';
 
 /** Where the copy's own `node_modules` is, below the copy directory. */
 export const COPY_MODULES = 'node_modules';
@@ -113,18 +113,16 @@ export async function packageCopy(options: {
   return { dir, bind: { source: dir, dest: install.dest, mode: 'rw' }, persistent: state !== undefined };
 }
 
-/** `<session root>/pkg`, made in the host-owned session root and checked to be a directory. */
+/**
+ * `<session root>/pkg`. The root is checked to be this user's and writable by no one else (no
+ * sandbox can write it), so nothing but the host can have put a name there; `mkdir` refuses any
+ * name that exists. (Not the fd-relative helpers: they need Linux's /proc, and srt runs on macOS.)
+ */
 function sessionCopyDir(root: string): string {
-  const parent = openOwnedDir(root);
-  try {
-    mkdirSync(join(root, 'pkg'), { mode: 0o700 });
-    const made = openDirAt(parent, 'pkg');
-    if (!made) throw new SandboxFailureError('the package copy directory vanished', { code: 'E_PREPARE' });
-    closeDir(made);
-  } finally {
-    closeDir(parent);
-  }
-  return join(root, 'pkg');
+  closeDir(openOwnedDir(root));
+  const dir = join(root, 'pkg');
+  mkdirSync(dir, { mode: 0o700 });
+  return dir;
 }
 
 /**
