@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import {
   adaptChildProcess,
   armTtl,
@@ -31,6 +31,7 @@ import {
 } from '@mcpsandbox/host-side';
 import type { SrtEngine } from './engine.js';
 import { launch } from './launch.js';
+import { packageCopy } from './package-copy.js';
 import { userDataRoots } from './policy.js';
 import { commandTree, descendants, findNamespaceInit, signalAll } from './process-tree.js';
 import { sessionFilesystem } from './profile.js';
@@ -85,6 +86,11 @@ export class SrtSandbox implements Sandbox {
   readonly #installed: string[] = [];
   /** Paths the prepared command names inside, mapped to where they are on the host. */
   readonly #translate: Bind[] = [];
+  /**
+   * The server's writable package copies, read-write for every later exec. The sandbox chooses
+   * what is in them: the host resolves, stats and reads no path inside (see {@link #spawn}).
+   */
+  readonly #writable: string[] = [];
   #grantsInUse: readonly NetGrant[] | undefined;
   #closing: Promise<void> | undefined;
 
@@ -109,7 +115,7 @@ export class SrtSandbox implements Sandbox {
     const { spec } = this.#config;
     const own =
       this.#config.autoMount && options.purpose !== 'setup'
-        ? ownFiles(command, process.cwd(), this.#roots(), this.#config.hostHome)
+        ? ownFiles(command, process.cwd(), this.#roots(), this.#config.hostHome, this.#writable)
         : undefined;
     for (const bind of own?.binds ?? []) {
       this.#config.logger.info(
@@ -128,7 +134,7 @@ export class SrtSandbox implements Sandbox {
         ...(own?.binds ?? []).map((bind) => bind.source),
         ...mounts.filter((m) => m.mode === 'ro').map((m) => m.hostPath),
       ],
-      readWrite: mounts.filter((m) => m.mode === 'rw').map((m) => m.hostPath),
+      readWrite: [...this.#writable, ...mounts.filter((m) => m.mode === 'rw').map((m) => m.hostPath)],
       home: this.#home,
       ...(options.cwd ? { cwd: options.cwd } : {}),
     });
@@ -137,7 +143,8 @@ export class SrtSandbox implements Sandbox {
   /**
    * `npx -y pkg`: the shared install step (registry only, pinned), run here in a throwaway home
    * with its own install prefix as the one writable path. srt shows paths in place, so the
-   * step's and the command's inside paths are turned into the host paths they stand for.
+   * step's and the command's inside paths are turned into the host paths they stand for. The
+   * server then runs from a writable copy of its package (see package-copy.ts).
    */
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
     this.#assertOpen();
@@ -149,26 +156,50 @@ export class SrtSandbox implements Sandbox {
       logger,
       pin: (pkg, registry, trust) =>
         pinNpxSpec(pkg, { registry, trust, lockFile: defaultPinLockFile(hostEnv, hostHome), logger }),
-      install: async (argv, binds, network, env, onEvent) => {
-        const home = mkdtempSync(join(this.#root, 'install-'));
-        const proc = await this.#spawn({
+      install: (argv, binds, network, env, onEvent) =>
+        this.#step({
           command: translate(argv, binds),
           env,
           grants: network.allow.map(parseGrant),
           readOnly: binds.filter((b) => b.mode === 'ro').map((b) => b.source),
           readWrite: binds.filter((b) => b.mode === 'rw').map((b) => b.source),
-          home,
           onEvent,
-        });
-        void proc.exit.then(() => rmSync(home, { recursive: true, force: true }));
-        return proc;
-      },
+        }),
     });
-    if (result.bind) {
+    if (!result.bind) return result.command;
+    this.#installed.push(result.bind.source);
+    const name = result.package && packageNameIn(result.package.dir, result.bind.dest);
+    if (!result.package || name === undefined) {
       this.#translate.push(result.bind);
-      this.#installed.push(result.bind.source);
+      return this.#translated(result.command);
     }
+    const copy = await packageCopy({
+      install: result.bind,
+      name,
+      key: result.package.key,
+      sessionRoot: this.#root,
+      state: this.#config.state,
+      // No network, no environment, no mounts: the install read-only, the copy writable.
+      step: (argv, readOnly, readWrite) =>
+        this.#step({ command: argv, env: {}, grants: [], readOnly, readWrite }),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    this.#writable.push(copy.dir);
+    this.#translate.push(copy.bind);
+    spec.onEvent?.({
+      type: 'writable-package',
+      dir: this.#translated([result.package.dir])[0] as string,
+      persistent: copy.persistent,
+    });
     return this.#translated(result.command);
+  }
+
+  /** A setup step (install, copy) in a throwaway home, removed when it exits. */
+  async #step(plan: Omit<Spawn, 'home'>): Promise<ChildSandboxProcess> {
+    const home = mkdtempSync(join(this.#root, 'step-'));
+    const proc = await this.#spawn({ ...plan, home });
+    void proc.exit.then(() => rmSync(home, { recursive: true, force: true }));
+    return proc;
   }
 
   #translated(command: readonly string[]): string[] {
@@ -185,14 +216,18 @@ export class SrtSandbox implements Sandbox {
     const [name, ...args] = plan.command;
     if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
     const cwd = plan.cwd ?? plan.home;
-    const found = locateCommand(name, hostEnv.PATH, cwd);
+    // A command in a package copy is the sandbox's to choose: the host neither stats nor
+    // resolves it (its links could name any host file), and binds nothing for it.
+    const written = name.includes('/') && this.#writable.some((dir) => isInside(resolve(cwd, name), dir));
+    const found = written ? resolve(cwd, name) : locateCommand(name, hostEnv.PATH, cwd);
     if (found === undefined)
       throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
     const roots = this.#roots();
     // The runtime the command needs: the command, its interpreter, our own node (for `#!/usr/bin/env node`).
-    const runtime = [...commandBinds(found, roots).binds, ...commandBinds(process.execPath, roots).binds].map(
-      (bind) => bind.source,
-    );
+    const runtime = [
+      ...(written ? [] : commandBinds(found, roots).binds),
+      ...commandBinds(process.execPath, roots).binds,
+    ].map((bind) => bind.source);
     this.#checkEngineUnwritable(plan.readWrite);
     const filesystem = sessionFilesystem({
       platform: engine.platform,
@@ -351,6 +386,17 @@ export function translate(argv: readonly string[], binds: readonly Bind[]): stri
     }
     return arg;
   });
+}
+
+/** Scoped or plain npm package names: what the npx step validated, checked again at this edge. */
+const PACKAGE_NAME = /^(@[a-z0-9~-][a-z0-9._~-]*\/)?[a-z0-9~-][a-z0-9._~-]*$/;
+
+/** The package name in `<install>/node_modules/<name>`, when it is one. */
+function packageNameIn(dir: string, install: string): string | undefined {
+  const prefix = `${install}/node_modules/`;
+  if (!dir.startsWith(prefix)) return undefined;
+  const name = dir.slice(prefix.length);
+  return PACKAGE_NAME.test(name) ? name : undefined;
 }
 
 function realOrSelf(path: string): string {
