@@ -131,7 +131,11 @@ describe('probeLocalSandbox: this machine', () => {
 describe('the first sandbox is the trial: no probe runs on a start', () => {
   // A bwrap first on PATH that logs how it was called, then runs the real one, or fails as a
   // machine without user namespaces does (before running anything, as bwrap does).
-  function wrapperBwrap(mode: 'real' | 'no-userns'): { dir: string; log: string; env: Record<string, string> } {
+  function wrapperBwrap(mode: 'real' | 'no-userns'): {
+    dir: string;
+    log: string;
+    env: Record<string, string>;
+  } {
     const real = execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim();
     const dir = mkdtempSync(join(tmpdir(), 'mcp-sandbox-bwrap-log-'));
     const log = join(dir, 'calls');

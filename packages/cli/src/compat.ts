@@ -54,7 +54,9 @@ export function withE2bFallbackHint(backend: SandboxBackend, env: Env, logger: L
       return {
         id: sandbox.id,
         exec: (command, execOptions) => sandbox.exec(command, execOptions).catch(hint),
-        ...(prepare ? { prepare: (command, prepareOptions) => prepare(command, prepareOptions).catch(hint) } : {}),
+        ...(prepare
+          ? { prepare: (command, prepareOptions) => prepare(command, prepareOptions).catch(hint) }
+          : {}),
         close: () => sandbox.close(),
       } satisfies Sandbox;
     },

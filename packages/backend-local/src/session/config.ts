@@ -22,7 +22,6 @@ import {
 import { type LimitPlan, planLimits } from '../limits.js';
 import type { LocalBackendOptions } from '../options.js';
 import type { LocalHostInfo } from '../probe.js';
-import type { MachineCheck } from './probe-once.js';
 import {
   checkMounts,
   DEFAULT_MAX_PROCESSES,
@@ -33,6 +32,7 @@ import {
   parseInstallEnv,
   sizeSetting,
 } from '../settings.js';
+import type { MachineCheck } from './probe-once.js';
 import { readHardLimits } from './process-helpers.js';
 
 /** What `createLocalBackend` parses from its options before any sandbox exists. */
