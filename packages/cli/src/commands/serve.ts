@@ -16,8 +16,8 @@ import type { CliIo, CliOptions } from '../options.js';
 import { parseSize } from '../parse.js';
 import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
+import { MCP_PATH } from '../serve/endpoint.js';
 import { loadToken } from '../serve/guard.js';
-import { createListener, MCP_PATH } from '../serve/listener.js';
 import { DEFAULT_REPLAY_LIMITS } from '../serve/replay.js';
 import { SessionTable } from '../serve/sessions.js';
 import { SharedServer } from '../serve/shared.js';
@@ -136,6 +136,8 @@ async function serveAction(
     const shared = flags.shared ? new SharedServer(start) : undefined;
     const startSession: StartLink = shared ? (onMessage, peer) => shared.link(onMessage, peer) : start;
     if (shared) logger.warn("--shared: one sandbox serves every session; clients can see each other's data");
+    // Node's HTTP server loads here, not in every `run`.
+    const { createListener } = await import('../serve/listener.js');
     const server = createListener({ token, maxBodyBytes, sessions, stateless, startSession, logger });
     server.listen(port, '127.0.0.1');
     await Promise.race([

@@ -1,12 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from '@mcpsandbox/core';
+import { MCP_PATH } from './endpoint.js';
 import { type BearerToken, checkOrigin, checkToken, HttpRefusal, readBody } from './guard.js';
 import { SESSION_HEADER, type SessionTable } from './sessions.js';
 import { checkStatelessHeaders, isStateless, type StatelessPool } from './stateless.js';
 import { jsonRpcError, sendJson } from './streams.js';
 import type { Message, StartLink } from './upstream.js';
-
-export const MCP_PATH = '/mcp';
 
 export interface ListenerOptions {
   readonly token: BearerToken;
