@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalBackend } from '../src/index.js';
-import { BIN, FIXTURES, HOSTILE_PACKAGE, runBin, startRegistry } from './cli.js';
+import { BIN, FIXTURES, HOSTILE_PACKAGE, runBin, SHARED_SERVER, startRegistry } from './cli.js';
 
 if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build the workspace first (turbo run build)`);
 
@@ -30,7 +30,7 @@ afterAll(() => {
   spawnSync('rm', ['-rf', work]);
 });
 
-const SERVER = join(FIXTURES, HOSTILE_PACKAGE, 'server.cjs');
+const SERVER = SHARED_SERVER;
 
 function freshDir(name: string): string {
   const dir = mkdtempSync(join(work, `${name}-`));

@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 export const BIN = fileURLToPath(new URL('../../../apps/cli/dist/bin.js', import.meta.url));
 export const FIXTURES = fileURLToPath(new URL('./fixtures', import.meta.url));
+/** The MCP server every fixture package ships as its bin (copied in when the package is packed). */
+export const SHARED_SERVER = join(FIXTURES, 'shared', 'server.cjs');
 
 export interface Running {
   readonly client: Client;
@@ -157,6 +159,9 @@ function packFixture(name: string, config: Record<string, unknown>): Buffer {
   const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-pack-'));
   try {
     cpSync(join(FIXTURES, name), join(work, 'package'), { recursive: true });
+    // A fixture without a server of its own ships the shared probing one, kept once.
+    const server = join(work, 'package', 'server.cjs');
+    if (!existsSync(server)) cpSync(SHARED_SERVER, server);
     writeFileSync(join(work, 'package', 'attack.json'), JSON.stringify(config));
     const out = join(work, 'package.tgz');
     execFileSync('tar', ['-czf', out, '-C', work, 'package']);

@@ -29,6 +29,7 @@ import {
   HOSTILE_PACKAGE,
   type Running,
   runBin,
+  SHARED_SERVER,
   startRegistry,
 } from './cli.js';
 
@@ -43,7 +44,7 @@ const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-host-side-'));
 chmodSync(work, 0o755);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-const SERVER = join(FIXTURES, HOSTILE_PACKAGE, 'server.cjs');
+const SERVER = SHARED_SERVER;
 const MiB = 2 ** 20;
 
 function freshDir(name: string): string {

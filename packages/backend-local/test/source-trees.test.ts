@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, FIXTURES, HOSTILE_PACKAGE } from './cli.js';
+import { BIN, FIXTURES, SHARED_SERVER } from './cli.js';
 
 if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build the workspace first (turbo run build)`);
 
@@ -21,7 +21,7 @@ afterAll(() => {
   spawnSync('rm', ['-rf', work]);
 });
 
-const SERVER = join(FIXTURES, HOSTILE_PACKAGE, 'server.cjs');
+const SERVER = SHARED_SERVER;
 const LIST = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n';
 
 /** A directory the sandbox's user can write (also when the tests run as root: then it is nobody). */
