@@ -78,17 +78,19 @@ for (const [name, chunk] of wanted) {
   const range = pkg.dependencies?.[name];
   if (!range) problems.push(`${chunk} imports ${name}, which is not in dependencies`);
 }
+// Each library's third-party code, imported or bundled, at the version it was built against.
 for (const lib of Object.keys(pkg.devDependencies ?? {}).filter((n) => n.startsWith(WORKSPACE_SCOPE))) {
   const libPkg = JSON.parse(
     readFileSync(join(APP, 'node_modules', ...lib.split('/'), 'package.json'), 'utf8'),
   );
   for (const [name, range] of Object.entries(libPkg.dependencies ?? {})) {
-    if (name.startsWith(WORKSPACE_SCOPE) || !wanted.has(name)) continue;
-    if (pkg.dependencies[name] !== range)
+    if (wanted.has(name) && pkg.dependencies[name] !== range)
       problems.push(`${lib} wants ${name}@${range}, the app depends on ${pkg.dependencies[name]}`);
+    if (BUNDLED.has(name) && pkg.devDependencies?.[name] !== range)
+      problems.push(`${lib} wants ${name}@${range}, the app bundles ${pkg.devDependencies?.[name]}`);
   }
 }
-// What was bundled: at the version each library was built against, and its licence shipped.
+// What was bundled, and its licence shipped.
 const bundledDirs = new Map();
 for (const chunk of output)
   if (chunk.type === 'chunk')
@@ -98,14 +100,6 @@ for (const chunk of output)
     }
 for (const name of bundledDirs.keys())
   if (!BUNDLED.has(name)) problems.push(`${name} was bundled but is not in BUNDLED`);
-for (const lib of Object.keys(pkg.devDependencies ?? {}).filter((n) => n.startsWith(WORKSPACE_SCOPE))) {
-  const libPkg = JSON.parse(
-    readFileSync(join(APP, 'node_modules', ...lib.split('/'), 'package.json'), 'utf8'),
-  );
-  for (const [name, range] of Object.entries(libPkg.dependencies ?? {}))
-    if (BUNDLED.has(name) && pkg.devDependencies?.[name] !== range)
-      problems.push(`${lib} wants ${name}@${range}, the app bundles ${pkg.devDependencies?.[name]}`);
-}
 const notices = [...bundledDirs].sort().map(([name, dir]) => {
   const own = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
   const licence = readdirSync(dir).find((f) => /^licen[cs]e/i.test(f));
