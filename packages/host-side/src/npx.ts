@@ -60,6 +60,8 @@ export async function prepareNpx(
 ): Promise<PreparedNpx> {
   const parsed = parseNpxCommand(command);
   if (!parsed) return { command };
+  // First: npm's answer is kept in the cache root (npm-config-store.ts).
+  mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
   const npmConfig = await hostNpmConfig(deps.cache);
   const registry = normalizeRegistry(deps.cache.registry ?? npmConfig.registry);
   // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
@@ -75,7 +77,6 @@ export async function prepareNpx(
   // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
   const say = (text: string) => deps.logger.info(text);
 
-  mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
   // The cache root must be ours and writable by no one else: every rename below relies on it.
   const root = openOwnedDir(deps.cache.cacheRoot);
   try {

@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import type { HostNpmConfig } from '../install-job.js';
 import { defaultUserNpmCache } from '../user-npm-cache.js';
 import type { Bind } from '../view.js';
+import { npmConfigInputs } from './npm-config-inputs.js';
+import { readNpmConfigStore, storeNpmAnswer, validNpmConfig } from './npm-config-store.js';
 import type { NpxCacheOptions } from './types.js';
 
 export type { HostNpmConfig } from '../install-job.js';
@@ -38,43 +40,79 @@ export function normalizeRegistry(registry: string): string {
 
 const npmConfigs = new Map<string, Promise<HostNpmConfig>>();
 
-/** Asks the host's npm once per process and environment (it takes half a second), unless told. */
-export function hostNpmConfig(cache: NpxCacheOptions): Promise<HostNpmConfig> {
+/**
+ * The host npm's settings: from the store when everything npm reads is as it was when it last
+ * answered (npm-config-inputs.ts), else asked of npm (it takes a start 300–400 ms) and kept.
+ * Asked once per process and inputs either way, unless told.
+ */
+export function hostNpmConfig(cache: NpxCacheOptions, cwd = process.cwd()): Promise<HostNpmConfig> {
   if (cache.npmConfig) return Promise.resolve(cache.npmConfig);
   const hostEnv = cache.hostEnv;
-  const key = JSON.stringify(
-    Object.entries(hostEnv)
-      .filter(([name]) => ['HOME', 'PATH', 'XDG_CONFIG_HOME'].includes(name) || /^npm_config_/i.test(name))
-      .sort(([a], [b]) => (a < b ? -1 : 1)),
-  );
+  const store = readNpmConfigStore(cache.cacheRoot);
+  const inputs = npmConfigInputs(hostEnv, cwd, store.salt);
+  const stored = inputs && store.records.find((record) => record.inputs === inputs.digest);
+  if (stored) return Promise.resolve(stored.answer);
+  const key = inputs ? `${store.salt}:${inputs.digest}` : environmentKey(hostEnv);
   let config = npmConfigs.get(key);
   if (!config) {
-    config = askNpm(hostEnv);
+    config = askNpm(hostEnv, cwd).then(({ answer, loaded }) => {
+      // Kept only when npm read nothing outside the inputs, and nothing changed while it ran.
+      const after = inputs && npmConfigInputs(hostEnv, cwd, store.salt);
+      const storable =
+        inputs !== undefined &&
+        after?.digest === inputs.digest &&
+        loaded.length >= 3 &&
+        loaded.every((file) => inputs.files.has(file)) &&
+        validNpmConfig(answer) !== undefined;
+      if (storable) storeNpmAnswer(cache.cacheRoot, store, { inputs: inputs.digest, answer });
+      return answer;
+    });
     npmConfigs.set(key, config);
   }
   return config;
 }
 
-function askNpm(hostEnv: Readonly<Record<string, string | undefined>>): Promise<HostNpmConfig> {
+/** The in-process key when the inputs cannot be fingerprinted: the variables npm reads. */
+function environmentKey(hostEnv: Readonly<Record<string, string | undefined>>): string {
+  return JSON.stringify(
+    Object.entries(hostEnv)
+      .filter(([name]) => ['HOME', 'PATH', 'XDG_CONFIG_HOME'].includes(name) || /^npm_config_/i.test(name))
+      .sort(([a], [b]) => (a < b ? -1 : 1)),
+  );
+}
+
+/** npm's log line for each config file it loads (`--loglevel silly`, npm 7 and later). */
+const LOADED_FILE = /^npm silly config load:file:(\/[^\0]*)$/;
+
+function askNpm(
+  hostEnv: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+): Promise<{ readonly answer: HostNpmConfig; readonly loaded: readonly string[] }> {
   return new Promise((resolve) => {
     execFile(
       'npm',
-      ['config', 'get', 'registry', 'cafile', 'strict-ssl', 'cache'],
-      { env: { ...hostEnv }, timeout: 15_000 },
-      (_error, stdout) => {
+      ['config', 'get', 'registry', 'cafile', 'strict-ssl', 'cache', '--loglevel', 'silly'],
+      { env: { ...hostEnv }, cwd, timeout: 15_000 },
+      (_error, stdout, stderr) => {
         const values = new Map<string, string>();
         for (const line of String(stdout).split('\n')) {
           const at = line.indexOf('=');
           if (at > 0) values.set(line.slice(0, at).trim(), line.slice(at + 1).trim());
         }
+        const loaded: string[] = [];
+        for (const line of String(stderr).split('\n')) {
+          const file = LOADED_FILE.exec(line.trimEnd())?.[1];
+          if (file) loaded.push(file);
+        }
         const registry = values.get('registry') ?? '';
         const cafile = values.get('cafile');
-        resolve({
+        const answer = {
           registry: /^https?:\/\//.test(registry) ? registry : DEFAULT_NPM_REGISTRY,
           cafile: cafile && cafile !== 'null' && cafile.startsWith('/') ? cafile : undefined,
           strictSsl: values.get('strict-ssl') !== 'false',
           cache: values.get('cache') ?? (hostEnv.HOME ? defaultUserNpmCache(hostEnv.HOME) : undefined),
-        });
+        };
+        resolve({ answer, loaded });
       },
     );
   });
