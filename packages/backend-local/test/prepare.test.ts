@@ -63,7 +63,9 @@ describe('npx -y through prepare()', () => {
     // npm's own output is the install's; mcp-sandbox's "installing …" line goes to its logger.
     expect(progress.join('')).toMatch(/added \d+ packages/);
     expect(progress.join('')).not.toContain('mcp-sandbox: installing');
-    expect(readdirSync(cacheDir)).toHaveLength(1);
+    // One entry (the host npm's settings are kept beside the entries, in npm-config.json).
+    expect(readdirSync(cacheDir).filter((name) => /^[0-9a-f]{24}$/.test(name))).toHaveLength(1);
+    expect(readdirSync(cacheDir)).toContain('npm-config.json');
 
     const warm: SandboxEvent[] = [];
     expect(await startAndList(warm, [])).toBe(13);
