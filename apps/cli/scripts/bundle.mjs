@@ -1,7 +1,8 @@
 // Builds the published binary: the workspace's @mcpsandbox/* code (their built dist) bundled into
 // dist/, so the app installs from its own tarball alone; third-party packages stay real
-// dependencies. One file holds what every start needs; each backend (and the e2b SDK, the vm
-// sandbox) stays a chunk loaded only when chosen. `tsc -b` has typechecked the sources already.
+// dependencies. One file holds what every start needs (commander, every command's options and
+// help, and `run`); each backend (and the e2b SDK, the vm sandbox) and each other command's code
+// stays a chunk loaded only when chosen. `tsc -b` has typechecked the sources already.
 // Two small pure-JS packages every session loads are bundled too: Node's CommonJS loader costs
 // a start more than their code does (commander about 8 ms, dns-packet about 20 ms, measured).
 import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,6 +54,9 @@ const build = await rolldown({
   // Workspace packages resolve to their built dist through their `exports`, as npm would.
   resolve: { conditionNames: ['import', 'default'] },
   treeshake: true,
+  // Code shared by bin.js and a chunk goes into a chunk of its own: a chunk never imports the
+  // entry, so loading one never starts the program.
+  preserveEntrySignatures: 'strict',
 });
 const { output } = await build.write({
   dir: DIST,

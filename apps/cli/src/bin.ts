@@ -9,12 +9,19 @@ closeInheritedDescriptors();
 const args = process.argv.slice(2);
 // `--version` answers as the program would, before the program (commander, the commands, core) is
 // loaded: a check of the install should cost no more than starting Node.
-let code = 0;
-if (versionOnly(args)) process.stdout.write(`${packageVersion()}\n`);
-else code = await (await import('./main.js')).main(args);
-// Give stdout a moment to flush the last replies, but never wait on a client that stopped reading.
-const timer = setTimeout(() => process.exit(code), 2_000);
-process.stdout.write('', () => {
-  clearTimeout(timer);
-  process.exit(code);
+async function start(): Promise<number> {
+  if (!versionOnly(args)) return (await import('./main.js')).main(args);
+  process.stdout.write(`${packageVersion()}\n`);
+  return 0;
+}
+
+// A promise chain, not a top-level await: with one anywhere, the bundler keeps every module that
+// `run` shares with a lazily loaded command in a chunk of its own, and each start opens them all.
+start().then((code) => {
+  // Give stdout a moment to flush the last replies, but never wait on a client that stopped reading.
+  const timer = setTimeout(() => process.exit(code), 2_000);
+  process.stdout.write('', () => {
+    clearTimeout(timer);
+    process.exit(code);
+  });
 });

@@ -1,12 +1,6 @@
 import { homedir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import {
-  backendProbeFrom,
-  createSystemDoctorHost,
-  envKeyBackendProbe,
-  runCli,
-  type StateStore,
-} from '@mcpsandbox/cli';
+import { runCli, type StateStore } from '@mcpsandbox/cli';
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
 import { packageVersion } from './version.js';
 
@@ -31,7 +25,6 @@ function localState(): StateStore {
 
 /** Runs the `mcp-sandbox` program on this process's stdio and resolves with its exit code. */
 export function main(args: readonly string[]): Promise<number> {
-  const host = createSystemDoctorHost({ env: process.env, nodeVersion: process.versions.node });
   return runCli(args, {
     backends: builtInBackends,
     defaultBackend: DEFAULT_BACKEND,
@@ -48,26 +41,7 @@ export function main(args: readonly string[]): Promise<number> {
       faults: process,
     },
     state: localState(),
-    doctor: {
-      host,
-      // The same probe `local` runs at start: doctor's verdict and the backend's cannot disagree.
-      backendProbes: {
-        // `local` is srt off Linux: its engine here, or what is missing (on Windows, with the install command).
-        local:
-          process.platform === 'linux'
-            ? backendProbeFrom(
-                async () => (await import('@mcpsandbox/backend-local')).probeLocalSandbox(),
-                (found) =>
-                  `bubblewrap ${found.bwrapVersion}${found.runAs ? `, runs as uid ${found.runAs.uid}` : ''}`,
-              )
-            : backendProbeFrom(
-                async () => (await import('@mcpsandbox/backend-srt')).probeSrt(),
-                (found) => `${found.engine}, sandbox-runtime ${found.version}`,
-              ),
-        e2b: envKeyBackendProbe(host, 'E2B_API_KEY', 'export E2B_API_KEY=<key from your E2B dashboard>'),
-        none: async () => ({ usable: true, summary: 'always available (no isolation)' }),
-        fake: async () => ({ usable: true, summary: 'always available (in memory, for tests)' }),
-      },
-    },
+    // The doctor's checks and probes load with doctor, not with every start.
+    doctor: async () => (await import('./doctor-setup.js')).doctorSetup(),
   });
 }

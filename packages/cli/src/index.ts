@@ -5,10 +5,10 @@ export {
   resolveBackend,
 } from './backends.js';
 export { CONFIG_ERROR_EXIT } from './commands/config-context.js';
-export { DOCTOR_UNUSABLE_EXIT } from './commands/doctor.js';
-export type { ListedConfig, ListedServer } from './commands/ls.js';
+export { DOCTOR_UNUSABLE_EXIT } from './commands/doctor-action.js';
+export type { ListedConfig, ListedServer } from './commands/ls-action.js';
 export { addRunOptions, announce, planRun, type RunFlags, type RunPlan } from './commands/run.js';
-export { STATE_NOT_FOUND_EXIT } from './commands/state.js';
+export { STATE_NOT_FOUND_EXIT } from './commands/state-action.js';
 export { type ResolvedLauncher, resolveLauncher } from './commands/wrap-launcher.js';
 export {
   CLIENT_IDS,

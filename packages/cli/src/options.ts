@@ -42,8 +42,11 @@ export interface CliOptions {
    */
   readonly self?: SelfBinary;
   readonly io: CliIo;
-  /** What `mcp-sandbox doctor` checks and how it probes each backend; defaults read the real machine. */
-  readonly doctor?: DoctorSetup;
+  /**
+   * What `mcp-sandbox doctor` checks and how it probes each backend; defaults read the real machine.
+   * A function is called only when doctor runs, so that the code behind the setup loads with it.
+   */
+  readonly doctor?: DoctorSetup | (() => Promise<DoctorSetup>);
   /** Named state (`run --state`, `mcp-sandbox state`); without it the state command says so. */
   readonly state?: StateStore;
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { maskSecrets } from '../src/commands/ls.js';
+import { maskSecrets } from '../src/commands/ls-action.js';
 import { locateConfig } from '../src/config/clients.js';
 import { unifiedDiff } from '../src/config/diff.js';
 import { JsonSyntaxError, parseJsonDocument, toValue } from '../src/config/jsonc.js';

@@ -83,7 +83,7 @@ const REGISTRY: BackendRegistry = {
 };
 
 async function doctor(
-  setup: DoctorSetup | undefined,
+  setup: DoctorSetup | (() => Promise<DoctorSetup>) | undefined,
   defaultBackend = 'local',
   backends: BackendRegistry = REGISTRY,
   env: Record<string, string | undefined> = {},
@@ -136,6 +136,19 @@ describe('doctor on a faked machine', () => {
     );
     expect(r.line('backend none')).toContain('✓ backend none: usable');
     expect(r.line('backend e2b')).toContain('✓ backend e2b: usable: E2B_API_KEY is set');
+  });
+
+  it('takes its setup from a function, called only when doctor runs', async () => {
+    const setup = { host: fakeHost({ env: { HOME: '/home/u' } }) };
+    let calls = 0;
+    const lazy = await doctor(async () => {
+      calls++;
+      return setup;
+    });
+    expect(calls).toBe(1);
+    const { code, stdout, stderr } = await doctor(setup);
+    expect({ code: lazy.code, stdout: lazy.stdout, stderr: lazy.stderr }).toEqual({ code, stdout, stderr });
+    expect(lazy.line('backend local (default)')).toMatch(/^✓ backend local \(default\): usable/);
   });
 
   it('runs the real namespace probe, not just --version', async () => {

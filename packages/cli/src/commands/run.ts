@@ -26,7 +26,7 @@ import {
 import { type Command, Option } from 'commander';
 import { type BackendRegistry, type BackendScopedFlag, resolveBackend } from '../backends.js';
 import { defaultBackendName, noteDefaultChanged, withE2bFallbackHint } from '../compat.js';
-import { WRAP_MARKER } from '../config/servers.js';
+import { WRAP_MARKER } from '../config/marker.js';
 import { type CopySummary, checkCopy, formatBytes, parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';

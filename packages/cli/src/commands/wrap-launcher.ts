@@ -3,7 +3,8 @@ import { posix, resolve, win32 } from 'node:path';
 import { UsageError } from '@mcpsandbox/core';
 import type { LocateContext } from '../config/clients.js';
 import { checkLauncher, type SelfBinary, selfLauncher } from '../config/launcher.js';
-import { parseWrapped, WRAP_MARKER } from '../config/servers.js';
+import { WRAP_MARKER } from '../config/marker.js';
+import { parseWrapped } from '../config/servers.js';
 
 /** The launcher wrap writes, and what to tell the user about it. */
 export interface ResolvedLauncher {

@@ -20,7 +20,8 @@ import {
   writeBackup,
 } from './files.js';
 import { type JsonNode, JsonSyntaxError, parseJsonDocument } from './jsonc.js';
-import { listServers, type ServerEntry, WRAP_MARKER } from './servers.js';
+import { WRAP_MARKER } from './marker.js';
+import { listServers, type ServerEntry } from './servers.js';
 
 /** What `run --env` accepts as a variable name. */
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

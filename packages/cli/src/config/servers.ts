@@ -1,6 +1,7 @@
 import type { ConfigLocation, ConfigSection } from './clients.js';
 import { getProperty, type JsonNode, type JsonObject, type JsonProperty, toValue } from './jsonc.js';
 import { checkLauncher, type Launcher, type LauncherContext } from './launcher.js';
+import { WRAP_MARKER } from './marker.js';
 
 /** How an entry starts its server, as far as wrapping is concerned. */
 export type ServerKind = 'stdio' | 'remote' | 'wrapped' | 'unknown';
@@ -117,12 +118,6 @@ function classify(property: JsonProperty, section: ConfigSection, trust: Launche
     ...(note ? { note } : {}),
   };
 }
-
-/**
- * Written by `wrap` right after `run` when the launcher is a path of the user's choosing: ls and
- * unwrap recognise the entry by it, whatever the launcher is called. `run` accepts and ignores it.
- */
-export const WRAP_MARKER = '--wrapped';
 
 /** Run options that take a value (the rest are flags). Kept in step with `run`'s options. */
 const VALUE_OPTIONS = new Set([
