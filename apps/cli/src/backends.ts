@@ -1,4 +1,5 @@
 import { type BackendRegistry, echoTrial } from '@mcpsandbox/cli';
+import { takeEarlyStart } from './early-start.js';
 
 // Each backend's module is loaded only when it is chosen: `run --backend none` does not pay for the
 // e2b SDK at start (tens of MB and hundreds of ms).
@@ -65,7 +66,9 @@ export const builtInBackends: BackendRegistry = {
     // The host's own files and network are all reachable anyway.
     ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust'],
     // Its own entry: a plain child process needs none of the OS sandbox's egress stack at start.
-    create: async (options) => (await import('@mcpsandbox/backend-local/none')).createNoneBackend(options),
+    // The binary may have started the server already (early-start.ts): its sandbox takes it.
+    create: async (options) =>
+      (await import('@mcpsandbox/backend-local/none')).createNoneBackend({ ...options, takeEarlyStart }),
   },
   fake: {
     summary: 'in-memory fake server, no processes (for tests and examples)',

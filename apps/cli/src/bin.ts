@@ -10,9 +10,28 @@ const args = process.argv.slice(2);
 // `--version` answers as the program would, before the program (commander, the commands, core) is
 // loaded: a check of the install should cost no more than starting Node.
 async function start(): Promise<number> {
-  if (!versionOnly(args)) return (await import('./main.js')).main(args);
-  process.stdout.write(`${packageVersion()}\n`);
-  return 0;
+  if (versionOnly(args)) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  // `run --backend none` starts its server now, while the program loads (early-start.ts).
+  const early = args[0] === 'run' && args.includes('none') ? await loadEarlyStart() : undefined;
+  try {
+    return await (await import('./main.js')).main(args);
+  } finally {
+    await early?.discardEarlyStart();
+  }
+}
+
+/** The early start, begun; a failure of it only means the program starts the server itself. */
+async function loadEarlyStart(): Promise<typeof import('./early-start.js') | undefined> {
+  try {
+    const early = await import('./early-start.js');
+    await early.startEarly(args, process.env);
+    return early;
+  } catch {
+    return undefined;
+  }
 }
 
 // A promise chain, not a top-level await: with one anywhere, the bundler keeps every module that

@@ -13,30 +13,50 @@ export type SpawnedProcess = ChildSandboxProcess;
  * Spawns `argv` in its own process group and adapts it to the contract. The group lets `kill`
  * reach whatever the command starts (npx, shells), so nothing is left behind.
  */
-export async function spawnProcess(
+export function spawnProcess(
   argv: readonly string[],
   options: { env: Record<string, string>; cwd?: string },
 ): Promise<SpawnedProcess> {
+  return startProcess(argv, options).proc;
+}
+
+/**
+ * {@link spawnProcess}, with the pid as soon as the child exists: a caller that may have to end
+ * it before the start is confirmed (at exit, on a signal) can signal its group at once.
+ */
+export function startProcess(
+  argv: readonly string[],
+  options: { env: Record<string, string>; cwd?: string },
+): { readonly pid: number | undefined; readonly proc: Promise<SpawnedProcess> } {
   const [file, ...args] = argv;
-  if (file === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
-  const child = await startChild(file, args, {
+  if (file === undefined) {
+    return {
+      pid: undefined,
+      proc: Promise.reject(new SandboxFailureError('empty command', { code: 'E_EXEC' })),
+    };
+  }
+  const child = spawn(file, args, {
     env: options.env,
     ...(options.cwd ? { cwd: options.cwd } : {}),
     stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
   });
-  return adaptChild(child);
+  return { pid: child.pid, proc: started(child, file).then((running) => adaptChild(running)) };
 }
 
 /**
  * Starts a detached child (its own process group) and waits until it runs, mapping spawn
  * failures to typed errors. stdin, stdout and stderr must be pipes.
  */
-export async function startChild(
+export function startChild(
   file: string,
   args: readonly string[],
   options: SpawnOptions,
 ): Promise<ChildProcess> {
-  const child = spawn(file, args, { ...options, detached: true });
+  return started(spawn(file, args, { ...options, detached: true }), file);
+}
+
+async function started(child: ChildProcess, file: string): Promise<ChildProcess> {
   try {
     await once(child, 'spawn');
   } catch (error) {
