@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { SandboxError, UsageError } from './errors.js';
 import type { Logger } from './logger.js';
 import { PendingBytes } from './pending-bytes.js';
+import { nodeUsesOtherRoots, registryCa } from './registry-ca.js';
 
 /**
  * Pinned `npx -y` installs. A new version of a package people run with `npx -y` is how the
@@ -163,15 +164,19 @@ export interface RegistryTrust {
  */
 async function getText(url: URL, accept: string, timeoutMs: number, trust: RegistryTrust): Promise<string> {
   const extra = (trust.caFiles ?? []).flatMap((file) => {
-    if (!file) return [];
-    try {
-      return [readFileSync(file, 'utf8')];
-    } catch {
-      return [];
-    }
+    const text = readText(file);
+    return text === undefined ? [] : [text];
   });
   const { get } = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
   const { rootCertificates } = await import('node:tls');
+  const ca =
+    extra.length > 0
+      ? registryCa(extra, {
+          roots: rootCertificates,
+          extra: readText(process.env.NODE_EXTRA_CA_CERTS),
+          otherRoots: nodeUsesOtherRoots(process.execArgv, process.env.NODE_OPTIONS),
+        })
+      : undefined;
   return new Promise((resolve, reject) => {
     const request = get(
       url,
@@ -179,10 +184,7 @@ async function getText(url: URL, accept: string, timeoutMs: number, trust: Regis
         headers: { accept },
         timeout: timeoutMs,
         ...(url.protocol === 'https:'
-          ? {
-              ...(extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {}),
-              rejectUnauthorized: trust.strictSsl !== false,
-            }
+          ? { ...(ca ? { ca } : {}), rejectUnauthorized: trust.strictSsl !== false }
           : {}),
       },
       (response) => {
@@ -207,6 +209,15 @@ async function getText(url: URL, accept: string, timeoutMs: number, trust: Regis
     request.on('timeout', () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     request.on('error', reject);
   });
+}
+
+function readText(file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 interface LockFile {
