@@ -19,8 +19,7 @@ async function start(): Promise<number> {
     // The young generation stays at its first size: the bridge's live heap is a few MB, and V8
     // would otherwise grow it under traffic, and RSS with it, for no gain in speed
     // (docs/performance.md). Set once the program has loaded, not as a node flag on the `#!` line:
-    // a V8 flag there makes Node compile its own modules again rather than take its built-in code
-    // cache, about 20 ms of every start.
+    // a heap-size flag there slows Node's loading of its own modules, about 20 ms of every start.
     (await import('node:v8')).setFlagsFromString('--semi-space-growth-factor=1');
     return await program.main(args);
   } finally {
