@@ -27,7 +27,7 @@ import {
 } from '@mcpsandbox/host-side';
 import { adaptChild, type SpawnedProcess } from './child-process.js';
 import { buildSeccompFilter } from './filter/build.js';
-import { prepareCommand } from './install/prepare.js';
+import { type PackageCopy, prepareCommand } from './install/prepare.js';
 import { makeSetupDirs, SETUP_PREFIX, type SetupDirs } from './install/setup-dirs.js';
 import type { LocalBackendOptions } from './options.js';
 import type { LocalHostInfo } from './probe.js';
@@ -94,6 +94,15 @@ interface EgressState {
   readonly files: ReturnType<typeof writeResolverFiles>;
 }
 
+/**
+ * The server's start with its package copy first (install/prepare.ts): positional parameters
+ * only; a copy that fails ends the start with the sandbox-failure code, saying so.
+ */
+const COPY_THEN_EXEC =
+  'cp -R -P --preserve=mode,timestamps "$1/." "$2/" || { s=$?; ' +
+  'echo "could not make the server\'s package writable (cp exited $s)" >&2; exit 125; }; ' +
+  'shift 2; unset PWD; exec "$@"';
+
 /** bwrap's info pipe (the namespace's init pid) and the pipe its seccomp filter is read from. */
 const INFO_FD = 3;
 const SECCOMP_FD = 4;
@@ -117,6 +126,8 @@ class LocalSandbox implements Sandbox {
   readonly #inits: Promise<NamespaceInit | undefined>[] = [];
   readonly #disarmTtl: () => void;
   readonly #seccomp: Uint8Array;
+  /** The server's package copy its start makes first (install/prepare.ts), once. */
+  #copyAtStart: PackageCopy | undefined;
   /** Binds added by prepare() (the installed package), for every later exec. */
   readonly #extraBinds: Bind[] = [];
   /** Host copies of `copy` mounts, by their index in the spec. */
@@ -205,6 +216,9 @@ class LocalSandbox implements Sandbox {
         root: this.#root,
         state: this.#state,
         extraBinds: this.#extraBinds,
+        copyAtStart: (copy) => {
+          this.#copyAtStart = copy;
+        },
         spawn: (requested, execOptions, extras) => this.spawn(requested, execOptions, extras),
       },
       command,
@@ -234,7 +248,10 @@ class LocalSandbox implements Sandbox {
     args.push('--seccomp', String(SECCOMP_FD), '--info-fd', String(INFO_FD));
     if (options.cwd) args.push('--chdir', options.cwd);
     const target = plan.lookInside ? lookInsideTarget(plan.command) : plan.command;
-    args.push('--', ...this.#launcher(target));
+    // The first exec that is neither an install nor a setup step is the server's.
+    const copy = extras.install || extras.setup ? undefined : this.#copyAtStart;
+    if (copy) this.#copyAtStart = undefined;
+    args.push('--', ...this.#launcher(target, copy));
     // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
     const bwrapArgv =
       network && ipcFd !== undefined
@@ -392,14 +409,15 @@ class LocalSandbox implements Sandbox {
   }
 
   /** The argv bwrap executes: limits and a clean environment. */
-  #launcher(command: readonly string[]): string[] {
+  #launcher(command: readonly string[], copy?: PackageCopy): string[] {
     const { info, limits } = this.#config;
     const limited =
       info.prlimitPath && limits.prlimitArgs.length > 0
         ? [info.prlimitPath, ...limits.prlimitArgs, '--', ...command]
         : [...command];
     // bwrap sets PWD; the environment is the allowlist and nothing else.
-    return ['/bin/sh', '-c', 'unset PWD; exec "$@"', 'sh', ...limited];
+    if (!copy) return ['/bin/sh', '-c', 'unset PWD; exec "$@"', 'sh', ...limited];
+    return ['/bin/sh', '-c', COPY_THEN_EXEC, 'sh', copy.from, copy.to, ...limited];
   }
 
   /**

@@ -25,12 +25,28 @@ export interface InstallContext {
   readonly state: StateDirs | undefined;
   /** Binds every later exec gets: prepare() adds the installed package (and its writable copy). */
   readonly extraBinds: Bind[];
+  /** Has the server's own start copy its package in first (see {@link PackageCopy}). */
+  readonly copyAtStart: (copy: PackageCopy) => void;
   readonly spawn: (
     requested: readonly string[],
     options: ExecOptions,
     extras: SpawnExtras,
   ) => Promise<SpawnedProcess>;
 }
+
+/**
+ * A copy the server's sandbox makes of its package before the server runs, both paths inside
+ * the sandbox: `from` (the install, read-only) into `to` (its writable copy, bound over the
+ * package's own directory). Made there rather than in a sandbox of its own, it costs a start no
+ * second sandbox; it runs as the server would, with nothing the server cannot reach anyway.
+ */
+export interface PackageCopy {
+  readonly from: string;
+  readonly to: string;
+}
+
+/** Where the install shows itself a second time, to the copy: the package's own path is the copy. */
+const PACKAGE_SOURCE = '/run/mcp-sandbox/package-source';
 
 export async function prepareCommand(
   context: InstallContext,
@@ -109,7 +125,15 @@ async function writableLayer(
     if (runAs) chownSync(dir, runAs.uid, runAs.gid);
     copy = { dir, fresh: true };
   }
-  if (copy.fresh) {
+  const inEntry = pkg.dir.startsWith(`${cache.dest}/`) ? pkg.dir.slice(cache.dest.length) : undefined;
+  if (copy.fresh && !context.state && inEntry !== undefined) {
+    // A session's copy: made by the server's own start. The install is bound a second time for
+    // it, as the host created its top (never a path under what install scripts wrote).
+    context.extraBinds.push({ source: cache.source, dest: PACKAGE_SOURCE, mode: 'ro' });
+    context.copyAtStart({ from: `${PACKAGE_SOURCE}${inEntry}`, to: pkg.dir });
+  } else if (copy.fresh) {
+    // A named state's copy is made once and kept: in a step of its own, so that a copy that
+    // fails is a prepare error before any server writes into it.
     const target = '/run/mcp-sandbox/writable';
     const proc = await context.spawn(
       ['cp', '-R', '-P', '--preserve=mode,timestamps', `${pkg.dir}/.`, `${target}/`],
