@@ -87,7 +87,8 @@ export async function startEarly(
   args: readonly string[],
   hostEnv: Readonly<Record<string, string | undefined>>,
 ): Promise<void> {
-  const run = earlyRun(args);
+  // Ending it unused needs its process group: POSIX only.
+  const run = process.platform === 'win32' ? undefined : earlyRun(args);
   if (!run) return;
   let serverEnv: Record<string, string>;
   try {
