@@ -9,6 +9,7 @@ import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BIN, fakeServerBin } from './lib/env.mjs';
+import { shebangNodeOptions } from './lib/targets.mjs';
 import { measureSessions } from './suites/session.mjs';
 
 const { values: flags } = parseArgs({
@@ -31,11 +32,13 @@ if (!existsSync(baseBin)) {
 }
 
 const server = [process.execPath, await fakeServerBin()];
+// Each build runs with the node options its own `#!` line names, as it runs once installed.
+const node = (bin) => [process.execPath, ...shebangNodeOptions(bin), bin];
 const cases = [
   { key: 'bare', argv: [process.execPath, '-e', 'console.log(1)'], exits: true },
   { key: 'direct', argv: server },
-  { key: 'version (base)', argv: [process.execPath, baseBin, '--version'], exits: true },
-  { key: 'version (this)', argv: [process.execPath, BIN, '--version'], exits: true },
+  { key: 'version (base)', argv: [...node(baseBin), '--version'], exits: true },
+  { key: 'version (this)', argv: [...node(BIN), '--version'], exits: true },
 ];
 for (const backend of flags.backends.split(',')) {
   for (const [side, bin] of [
@@ -44,7 +47,7 @@ for (const backend of flags.backends.split(',')) {
   ]) {
     cases.push({
       key: `${backend} (${side})`,
-      argv: [process.execPath, bin, 'run', '--backend', backend, '--', ...server],
+      argv: [...node(bin), 'run', '--backend', backend, '--', ...server],
     });
   }
 }

@@ -17,8 +17,8 @@ export function directTarget() {
  * Node options the binary's shebang asks for (`#!/usr/bin/env -S node --flag`): how it runs once
  * installed, so the bench passes them too when it starts the binary with `node`.
  */
-function shebangNodeOptions() {
-  const first = readFileSync(BIN, 'utf8').split('\n', 1)[0];
+export function shebangNodeOptions(bin = BIN) {
+  const first = readFileSync(bin, 'utf8').split('\n', 1)[0];
   const match = /^#!\S*env\s+(?:-S\s+)?node\b(.*)$/.exec(first);
   return match ? match[1].trim().split(/\s+/).filter(Boolean) : [];
 }
