@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import type { SpawnedProcess } from '../src/child-process.js';
 import { createNoneBackend, EarlyStart } from '../src/none.js';
 
 const hostEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
@@ -30,9 +31,14 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
-function sessionWith(env: Record<string, string>, early: EarlyStart) {
+async function sessionWith(env: Record<string, string>, early: EarlyStart) {
   const backend = createNoneBackend({ hostEnv, takeEarlyStart: () => early });
-  return backend.create({ sessionId: 'early', env, ttlMs: 60_000 });
+  const sandbox = await backend.create({ sessionId: 'early', env, ttlMs: 60_000 });
+  // The none backend's processes are child processes, with their pid.
+  return {
+    exec: async (argv: readonly string[]) => (await sandbox.exec(argv)) as SpawnedProcess,
+    close: () => sandbox.close(),
+  };
 }
 
 describe('EarlyStart: a server started before the program loaded', () => {
