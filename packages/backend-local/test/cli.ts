@@ -2,8 +2,9 @@
  * Drives the built `mcp-sandbox` binary (apps/cli, built before these tests run) as a client
  * would, and serves a hostile package from a registry on loopback.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -49,6 +50,29 @@ export async function runBin(args: readonly string[], env: Record<string, string
     return JSON.parse(content[0]?.text ?? '{}') as Record<string, unknown>;
   };
   return { client, transport, stderr: () => stderr, call };
+}
+
+/** `mcp-sandbox run <args>` with raw stdio until it exits: `input` written first, stdin left open. */
+export async function runToExit(
+  args: readonly string[],
+  options: { readonly input?: string; readonly env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, 'run', ...args], {
+    env: options.env ?? process.env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  if (options.input !== undefined) child.stdin.write(options.input);
+  const [code] = (await once(child, 'close')) as [number | null];
+  child.stdin.destroy();
+  return { code, stdout, stderr };
 }
 
 /** What the install script of the hostile package is told to do (baked into the tarball). */

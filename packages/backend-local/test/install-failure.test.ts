@@ -3,14 +3,13 @@
  * the failure quotes npm, names the refused host and the flag that grants it for the install
  * only, and keeps the install's output in a log the user can read after the sandbox is gone.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, runBin, startRegistry } from './cli.js';
+import { runBin, runToExit, startRegistry } from './cli.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-install-failure-'));
 chmodSync(work, 0o755);
@@ -45,19 +44,7 @@ describe('an install that downloads from a host other than the registry', () => 
         '--backend-option',
         `npmCacheDir=${cache}`,
       ];
-      const child = spawn(
-        process.execPath,
-        [BIN, 'run', ...args, '--', 'npx', '-y', 'download-install@1.0.0'],
-        {
-          stdio: ['pipe', 'ignore', 'pipe'],
-        },
-      );
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      const [code] = (await once(child, 'close')) as [number | null];
-      child.stdin.destroy();
+      const { code, stderr } = await runToExit([...args, '--', 'npx', '-y', 'download-install@1.0.0']);
       expect(code).toBe(125);
       expect(stderr).toContain('installing download-install@1.0.0 failed');
       expect(stderr).toMatch(/npm said:\n\s+npm error/);
@@ -101,28 +88,16 @@ describe('a fix-it line built from a host the install script chose (issue 20, fi
     const registry = await startRegistry({ download: 'http://x;%7Btouch,m%7D;x/' }, 'download-install');
     const cache = join(work, 'cache-hostile-host');
     try {
-      const child = spawn(
-        process.execPath,
-        [
-          BIN,
-          'run',
-          '--backend-option',
-          `npmRegistry=${registry.url}`,
-          '--backend-option',
-          `npmCacheDir=${cache}`,
-          '--',
-          'npx',
-          '-y',
-          'download-install@1.0.0',
-        ],
-        { stdio: ['pipe', 'ignore', 'pipe'] },
-      );
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      const [code] = (await once(child, 'close')) as [number | null];
-      child.stdin.destroy();
+      const { code, stderr } = await runToExit([
+        '--backend-option',
+        `npmRegistry=${registry.url}`,
+        '--backend-option',
+        `npmCacheDir=${cache}`,
+        '--',
+        'npx',
+        '-y',
+        'download-install@1.0.0',
+      ]);
       expect(code).toBe(125);
       // Control: the install script ran and asked the proxy for its URL.
       const log = /the whole install output: (\S+)/.exec(stderr)?.[1];
@@ -152,30 +127,18 @@ describe('an install whose granted download host this machine cannot reach (issu
     const registry = await startRegistry({ download: `http://${host}/prebuild.bin` }, 'download-install');
     const cache = join(work, 'cache-unreachable');
     try {
-      const child = spawn(
-        process.execPath,
-        [
-          BIN,
-          'run',
-          '--backend-option',
-          `npmRegistry=${registry.url}`,
-          '--backend-option',
-          `npmCacheDir=${cache}`,
-          '--install-allow-net',
-          host,
-          '--',
-          'npx',
-          '-y',
-          'download-install@1.0.0',
-        ],
-        { stdio: ['pipe', 'ignore', 'pipe'] },
-      );
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      const [code] = (await once(child, 'close')) as [number | null];
-      child.stdin.destroy();
+      const { code, stderr } = await runToExit([
+        '--backend-option',
+        `npmRegistry=${registry.url}`,
+        '--backend-option',
+        `npmCacheDir=${cache}`,
+        '--install-allow-net',
+        host,
+        '--',
+        'npx',
+        '-y',
+        'download-install@1.0.0',
+      ]);
       expect(code).toBe(125);
       // Control: the install script ran and asked the proxy for the granted host.
       const log = /the whole install output: (\S+)/.exec(stderr)?.[1];
