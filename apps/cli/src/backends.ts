@@ -1,5 +1,5 @@
 import { type BackendRegistry, echoTrial } from '@mcpsandbox/cli';
-import { takeEarlyStart } from './early-start.js';
+import { takeEarlyLocalStart, takeEarlyStart } from './early-start.js';
 
 // Each backend's module is loaded only when it is chosen: `run --backend none` does not pay for the
 // e2b SDK at start (tens of MB and hundreds of ms).
@@ -10,10 +10,14 @@ export const builtInBackends: BackendRegistry = {
     summary:
       "OS sandbox on this machine: bubblewrap on Linux (default), srt's Seatbelt on macOS, srt on Windows",
     ignores: ['--template'],
-    // One config works on every OS: `local` is whatever OS sandbox this machine has.
+    // One config works on every OS: `local` is whatever OS sandbox this machine has. The binary
+    // may have started the sandbox already (early-start.ts): the backend takes it if it is this one.
     create: async (options) =>
       process.platform === 'linux'
-        ? (await import('@mcpsandbox/backend-local')).createLocalBackend(options)
+        ? (await import('@mcpsandbox/backend-local')).createLocalBackend({
+            ...options,
+            takeEarlyStart: takeEarlyLocalStart,
+          })
         : (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
   },
   srt: {

@@ -12,8 +12,9 @@ async function start(): Promise<number> {
     process.stdout.write(`${packageVersion()}\n`);
     return 0;
   }
-  // `run --backend none` starts its server now, while the program loads (early-start.ts).
-  const early = args[0] === 'run' && args.includes('none') ? await loadEarlyStart() : undefined;
+  // A plain `run` starts its server (on local, in its sandbox) now, while the program loads
+  // (early-start.ts).
+  const early = args[0] === 'run' && args.includes('--') ? await loadEarlyStart() : undefined;
   try {
     const program = await import('./main.js');
     // The young generation stays at its first size: the bridge's live heap is a few MB, and V8

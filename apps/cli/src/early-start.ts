@@ -1,23 +1,29 @@
 /**
- * `run --backend none` starts its server before the program has loaded: the server's own start
- * then overlaps the bridge's (tens of milliseconds of module loading). Only a command line of the
- * plainest shape qualifies; the program still parses and checks it as always, and the none
- * backend uses the early server only when the command and environment it would start are exactly
- * the early ones (`EarlyStart.take`). Anything else ends the early server unused.
+ * `run --backend none` starts its server, and `run` on `local` its sandbox and server, before the
+ * program has loaded: the server's own start then overlaps the bridge's (tens of milliseconds of
+ * module loading). Only a command line of the plainest shape qualifies; the program still parses
+ * and checks it as always, and its backend uses the early start only when what it would start is
+ * exactly the early one (`EarlyStart.take`, `EarlyLocalStart.adopt`). Anything else ends the
+ * early start unused.
  */
 
 import { constants } from 'node:os';
+import type { EarlyLocalStart } from '@mcpsandbox/backend-local';
 import type { EarlyStart } from '@mcpsandbox/backend-local/none';
-import { createStderrLogger, parseDuration, resolveEnvAllowlist } from '@mcpsandbox/core';
+import { createStderrLogger, DEFAULT_TTL, parseDuration, resolveEnvAllowlist } from '@mcpsandbox/core';
+
+/** The program's default backend when neither `--backend` nor this variable names one (compat.ts). */
+const BACKEND_ENV = 'MCP_SANDBOX_BACKEND';
 
 /** What an early start needs of the command line: the server's argv and the `--env` entries. */
 export interface EarlyRun {
+  readonly backend: 'none' | 'local';
   readonly command: readonly string[];
   readonly env: readonly string[];
   readonly ttl?: string;
 }
 
-/** Flags with a value that an early start may see; `--backend` must be `none`. */
+/** Flags with a value that an early start may see; `--backend` must be `none` or `local`. */
 const VALUED = new Map([
   ['--backend', 'backend'],
   ['-b', 'backend'],
@@ -26,13 +32,19 @@ const VALUED = new Map([
   ['--ttl', 'ttl'],
   ['--trace', 'other'],
 ]);
-const BARE = new Set(['-q', '--quiet']);
+// `--wrapped` marks an entry `wrap` wrote; `run` ignores it.
+const BARE = new Set(['-q', '--quiet', '--wrapped']);
 
 /**
- * `run [--backend none | -b none] [--env|-e KEY[=value]]… [--ttl d] [--trace f] [-q] -- command…`,
- * each flag and value its own word; undefined for anything else (the program then starts as ever).
+ * `run [--backend none|local | -b none|local] [--env|-e KEY[=value]]… [--ttl d] [--trace f] [-q]
+ * -- command…`, each flag and value its own word; without `--backend`, the default backend is
+ * `local` unless `MCP_SANDBOX_BACKEND` names another. Undefined for anything else (the program then
+ * starts as ever).
  */
-export function earlyRun(args: readonly string[]): EarlyRun | undefined {
+export function earlyRun(
+  args: readonly string[],
+  hostEnv: Readonly<Record<string, string | undefined>>,
+): EarlyRun | undefined {
   if (args[0] !== 'run') return undefined;
   const env: string[] = [];
   let backend: string | undefined;
@@ -41,8 +53,9 @@ export function earlyRun(args: readonly string[]): EarlyRun | undefined {
     const arg = args[i] as string;
     if (arg === '--') {
       const command = args.slice(i + 1);
-      if (backend !== 'none' || command.length === 0) return undefined;
-      return ttl === undefined ? { command, env } : { command, env, ttl };
+      const chosen = backend ?? (hostEnv[BACKEND_ENV]?.trim() || 'local');
+      if ((chosen !== 'none' && chosen !== 'local') || command.length === 0) return undefined;
+      return { backend: chosen, command, env, ...(ttl === undefined ? {} : { ttl }) };
     }
     if (BARE.has(arg)) continue;
     const kind = VALUED.get(arg);
@@ -59,6 +72,7 @@ export function earlyRun(args: readonly string[]): EarlyRun | undefined {
 }
 
 let pending: EarlyStart | undefined;
+let pendingLocal: EarlyLocalStart | undefined;
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
@@ -67,8 +81,8 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  * session would. At once: a program left to go on would start a server of its own.
  */
 function onStop(signal: NodeJS.Signals): void {
-  if (!pending) return; // taken: the session's own handler stops it
-  pending.killNow();
+  if (!pending && !pendingLocal) return; // taken: the session's own handler stops it
+  onExit();
   process.exit(128 + (constants.signals[signal] ?? 0));
 }
 
@@ -80,28 +94,42 @@ function stopListening(): void {
 /** If the program dies before its backend took the server, the server goes with it. */
 function onExit(): void {
   pending?.killNow();
+  pendingLocal?.killNow();
 }
 
-/** Starts the server of a qualifying `run --backend none` command line; else does nothing. */
+/**
+ * Ending a none server unused needs its process group: POSIX only. `local` is bubblewrap on Linux
+ * alone (elsewhere the program's `local` is another backend).
+ */
+function startsHere(backend: EarlyRun['backend']): boolean {
+  return backend === 'local' ? process.platform === 'linux' : process.platform !== 'win32';
+}
+
+/** Starts the server (and, on local, its sandbox) of a qualifying `run` command line; else nothing. */
 export async function startEarly(
   args: readonly string[],
   hostEnv: Readonly<Record<string, string | undefined>>,
 ): Promise<void> {
-  // Ending it unused needs its process group: POSIX only.
-  const run = process.platform === 'win32' ? undefined : earlyRun(args);
-  if (!run) return;
+  const run = earlyRun(args, hostEnv);
+  if (!run || !startsHere(run.backend)) return;
   let serverEnv: Record<string, string>;
+  let ttlMs: number;
   try {
     serverEnv = resolveEnvAllowlist(run.env, hostEnv).env;
-    if (run.ttl !== undefined) parseDuration(run.ttl, '--ttl');
+    ttlMs = parseDuration(run.ttl ?? DEFAULT_TTL, '--ttl');
   } catch {
     return; // refused: the program says what is wrong, and no server has started
   }
-  const { EarlyStart } = await import('@mcpsandbox/backend-local/none');
+  const none = run.backend === 'none' ? await import('@mcpsandbox/backend-local/none') : undefined;
+  const local = run.backend === 'local' ? await import('@mcpsandbox/backend-local') : undefined;
   // Listening before the server exists: a stop never finds it unowned.
   for (const signal of STOP_SIGNALS) process.once(signal, onStop);
   process.once('exit', onExit);
-  pending = new EarlyStart(run.command, serverEnv, hostEnv);
+  if (none) pending = new none.EarlyStart(run.command, serverEnv, hostEnv);
+  if (local) {
+    pendingLocal = new local.EarlyLocalStart({ command: run.command, env: serverEnv, ttlMs }, hostEnv);
+    await pendingLocal.started();
+  }
 }
 
 /** The early server, for the none backend; once. Its sandbox owns it from here on. */
@@ -114,12 +142,19 @@ export function takeEarlyStart(): EarlyStart | undefined {
   return early;
 }
 
+/** The early local sandbox, for the local backend; once. */
+export function takeEarlyLocalStart(): EarlyLocalStart | undefined {
+  const early = pendingLocal;
+  pendingLocal = undefined;
+  setImmediate(stopListening);
+  return early;
+}
+
 /** Ends an early server no backend took (a usage error, another command, another backend). */
 export async function discardEarlyStart(): Promise<void> {
+  const logger = createStderrLogger({ stream: process.stderr });
   const pid = await takeEarlyStart()?.discard();
-  if (pid !== undefined) {
-    createStderrLogger({ stream: process.stderr }).debug(
-      `the server started early (pid ${pid}) was not used: ended it`,
-    );
-  }
+  if (pid !== undefined) logger.debug(`the server started early (pid ${pid}) was not used: ended it`);
+  if (await takeEarlyLocalStart()?.discard())
+    logger.debug('the sandbox started early was not used: closed it');
 }

@@ -112,45 +112,63 @@ describe('run --backend none: the server starts while the program loads', () => 
 });
 
 describe('earlyRun: only the plainest command lines start early', () => {
+  const env = {};
   it('takes run --backend none with --env, --ttl, --trace, -q, then -- and a command', () => {
-    expect(earlyRun(['run', '--backend', 'none', '--', 'node', 's.js', '--flag'])).toEqual({
+    expect(earlyRun(['run', '--backend', 'none', '--', 'node', 's.js', '--flag'], env)).toEqual({
+      backend: 'none',
       command: ['node', 's.js', '--flag'],
       env: [],
     });
     expect(
-      earlyRun([
-        'run',
-        '-q',
-        '-b',
-        'none',
-        '-e',
-        'A',
-        '--env',
-        'B=2',
-        '--ttl',
-        '5m',
-        '--trace',
-        't',
-        '--',
-        'x',
-      ]),
-    ).toEqual({ command: ['x'], env: ['A', 'B=2'], ttl: '5m' });
+      earlyRun(
+        ['run', '-q', '-b', 'none', '-e', 'A', '--env', 'B=2', '--ttl', '5m', '--trace', 't', '--', 'x'],
+        env,
+      ),
+    ).toEqual({ backend: 'none', command: ['x'], env: ['A', 'B=2'], ttl: '5m' });
+  });
+
+  it('takes the default backend, local, and a wrapped entry’s marker', () => {
+    expect(earlyRun(['run', '--', 'node', 's.js'], env)).toEqual({
+      backend: 'local',
+      command: ['node', 's.js'],
+      env: [],
+    });
+    expect(earlyRun(['run', '--wrapped', '-b', 'local', '-e', 'A', '--', 'npx', '-y', 'p'], env)).toEqual({
+      backend: 'local',
+      command: ['npx', '-y', 'p'],
+      env: ['A'],
+    });
+  });
+
+  it('chooses the backend as the program does when --backend is not given (MCP_SANDBOX_BACKEND)', () => {
+    const args = ['run', '--', 'node'];
+    expect(earlyRun(args, { MCP_SANDBOX_BACKEND: ' none ' })?.backend).toBe('none');
+    expect(earlyRun(args, { MCP_SANDBOX_BACKEND: '' })?.backend).toBe('local');
+    expect(earlyRun(args, { MCP_SANDBOX_BACKEND: 'e2b' })).toBeUndefined();
+    expect(earlyRun(['run', '-b', 'local', '--', 'node'], { MCP_SANDBOX_BACKEND: 'e2b' })?.backend).toBe(
+      'local',
+    );
   });
 
   it.each([
-    [['run', '--', 'node', 's.js']], // the default backend
-    [['run', '--backend', 'local', '--', 'node']],
+    [['run', '--backend', 'e2b', '--', 'node', 's.js']],
+    [['run', '--backend', './my-backend.js', '--', 'node']],
     [['run', '--backend', 'none', '--backend', 'none', '--', 'node']],
     [['run', '--backend=none', '--', 'node']],
     [['run', '--backend', 'none', '--env=A', '--', 'node']],
     [['run', '--backend', 'none', '-e', '--', 'node']],
     [['run', '--backend', 'none', '--setup', 'echo', '--', 'node']],
     [['run', '--backend', 'none', '--allow-tool', 'a', '--', 'node']],
+    [['run', '--allow-net', 'example.com', '--', 'node']],
+    [['run', '--mount', '/srv', '--', 'node']],
+    [['run', '--no-host-tls-trust', '--', 'node']],
+    [['run', '--backend-option', 'denialHints=off', '--', 'node']],
+    [['run', '--state', 'x', '--', 'node']],
     [['run', '--backend', 'none', 'node', 's.js']], // no --
     [['run', '--backend', 'none', '--']], // no command
     [['inspect', '--backend', 'none', '--', 'node']],
     [['run', '--backend', 'none', '-qe', 'A', '--', 'node']],
   ])('refuses %j', (args) => {
-    expect(earlyRun(args)).toBeUndefined();
+    expect(earlyRun(args, env)).toBeUndefined();
   });
 });

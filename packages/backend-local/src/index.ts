@@ -1,3 +1,4 @@
+export { type EarlyLocalRun, EarlyLocalStart } from './early.js';
 export {
   createLocalBackend,
   createLocalBackend as createBackend,

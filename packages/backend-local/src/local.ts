@@ -11,6 +11,7 @@ import {
   type SandboxBackend,
   type SandboxEvent,
   SandboxFailureError,
+  type SandboxSpec,
   SPECIFICATION_VERSION,
 } from '@mcpsandbox/core';
 import { DenialReporter, type NetGrant, SyntheticNames } from '@mcpsandbox/egress';
@@ -74,6 +75,9 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
           `read-only system, private home and tmp${info.runAs ? `, as uid ${info.runAs.uid}` : ''}${trustNote}`
         : `bubblewrap OS sandbox (namespaces, seccomp, read-only system)${trustNote}`,
     async create(spec, createOptions) {
+      // The binary may have started this very sandbox already (early.ts): take it if so.
+      const early = await options.takeEarlyStart?.()?.adopt(options, spec);
+      if (early) return early;
       const found = await machine.info();
       createOptions?.signal?.throwIfAborted();
       const sandbox = new LocalSandbox({ ...sandboxConfig(spec, found, options, backend), machine });
@@ -112,7 +116,15 @@ interface Live {
   readonly done: Promise<void>;
 }
 
-class LocalSandbox implements Sandbox {
+/** What an early start (early.ts) needs of a sandbox beyond the contract. */
+export interface LocalSandboxHandle {
+  /** At exit or on a signal, when nothing can be awaited: kills what runs, removes the directory. */
+  abandonNow(): void;
+  /** The hard lifetime counted again from now, with `spec`'s TTL: once the program takes it. */
+  restartTtl(spec: Pick<SandboxSpec, 'ttlMs' | 'onEvent'>): void;
+}
+
+class LocalSandbox implements Sandbox, LocalSandboxHandle {
   readonly id = `local-${randomUUID()}`;
   readonly #config: SandboxConfig;
   readonly #root: string;
@@ -124,7 +136,7 @@ class LocalSandbox implements Sandbox {
   readonly #live = new Set<Live>();
   /** The pid-namespace init of every process started, kept after it exits: see #shutdown. */
   readonly #inits: Promise<NamespaceInit | undefined>[] = [];
-  readonly #disarmTtl: () => void;
+  #disarmTtl: () => void;
   readonly #seccomp: Uint8Array;
   /** The server's package copy its start makes first (install/prepare.ts), once. */
   #copyAtStart: PackageCopy | undefined;
@@ -453,6 +465,23 @@ class LocalSandbox implements Sandbox {
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;
+  }
+
+  restartTtl(spec: Pick<SandboxSpec, 'ttlMs' | 'onEvent'>): void {
+    this.#disarmTtl();
+    this.#disarmTtl = armTtl(spec, () => void this.close());
+  }
+
+  abandonNow(): void {
+    for (const { proc } of this.#live) {
+      try {
+        process.kill(-proc.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    // bwrap dies with this process; a directory still in use is left to a later start's sweep.
+    removeStateDir(this.#config.stateDir, basename(this.#root), this.#rootId);
   }
 
   async #shutdown(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { BackendFactoryOptions } from '@mcpsandbox/core';
+import type { BackendFactoryOptions, Sandbox, SandboxSpec } from '@mcpsandbox/core';
 import type { Dialer, Resolver } from '@mcpsandbox/egress';
 import type { HostNpmConfig } from '@mcpsandbox/host-side';
 import type { LocalSandboxInfo } from './probe.js';
@@ -43,4 +43,11 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
    * name is reported with the flag that would allow it (default true; setting `denialHints=off`).
    */
   readonly denialHints?: boolean;
+  /** Hands over a sandbox started before the program loaded, if any (`EarlyLocalStart`, early.ts). */
+  readonly takeEarlyStart?: () => EarlyAdoption | undefined;
+}
+
+/** A sandbox made before the program loaded, given to `create` if it is the one asked for. */
+export interface EarlyAdoption {
+  adopt(options: LocalBackendOptions, spec: SandboxSpec): Promise<Sandbox | undefined>;
 }

@@ -5,6 +5,7 @@ describe('public exports', () => {
   it('are exactly these', () => {
     expect(Object.keys(api).sort()).toEqual([
       'DEFAULT_MAX_PROCESSES',
+      'EarlyLocalStart',
       'MIN_BWRAP_VERSION',
       'NONE_BASELINE_ENV',
       'SANDBOX_PROXY_PORT',

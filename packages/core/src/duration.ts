@@ -2,6 +2,9 @@ import { UsageError } from './errors.js';
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
+/** A session's lifetime when `--ttl` is not given. */
+export const DEFAULT_TTL = '30m';
+
 /** Parses `500ms`, `90s`, `10m`, `2h` (a bare number is seconds) into milliseconds. */
 export function parseDuration(text: string, flag = 'duration'): number {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());

@@ -38,7 +38,7 @@ export {
   SPECIFICATION_VERSION,
   type SpecificationVersion,
 } from './contract.js';
-export { formatDuration, parseDuration } from './duration.js';
+export { DEFAULT_TTL, formatDuration, parseDuration } from './duration.js';
 export type { EgressFailedEvent, EgressStats } from './egress-summary.js';
 export {
   createRedactor,

@@ -4,6 +4,7 @@ import {
   createStderrLogger,
   DEFAULT_MAX_LINE_BYTES,
   DEFAULT_SHUTDOWN_TIMING,
+  DEFAULT_TTL,
   type EnvAllowlist,
   filePinStore,
   formatDuration,
@@ -91,7 +92,7 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
       collect,
       [],
     )
-    .option('--ttl <duration>', 'hard lifetime of the sandbox: 90s, 10m, 2h', '30m')
+    .option('--ttl <duration>', 'hard lifetime of the sandbox: 90s, 10m, 2h', DEFAULT_TTL)
     .option(
       '--setup <command>',
       'shell command run in the sandbox before the server (repeatable)',
