@@ -111,3 +111,27 @@ describe('a run start loads no other command', () => {
     expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
   }, 60_000);
 });
+
+// The egress proxy (and `node:http`) serves only a sandbox with grants, and loads when its socket
+// arrives: a default `local` session must work from a bundle without it.
+describe('a local start without grants loads no egress proxy', () => {
+  const copy = mkdtempSync(join(tmpdir(), 'mcp-sandbox-no-proxy-'));
+  const bin = join(copy, 'dist', 'bin.js');
+  beforeAll(() => {
+    const proxy = chunkOf('packages/egress/dist/proxy.js');
+    if (!proxy) throw new Error(`no chunk of ${DIST} holds the egress proxy: update this test`);
+    expect(readFileSync(join(DIST, proxy), 'utf8')).toContain('from "node:http"');
+    mkdirSync(join(copy, 'dist'));
+    copyFileSync(join(APP, 'package.json'), join(copy, 'package.json'));
+    for (const name of readdirSync(DIST))
+      if (name.endsWith('.js') && name !== proxy) copyFileSync(join(DIST, name), join(copy, 'dist', name));
+  });
+  afterAll(() => rmSync(copy, { recursive: true, force: true }));
+
+  it('runs a whole local session (its DNS hints included) without the proxy chunk', async () => {
+    const result = await start(bin, ['run', '--', process.execPath, fakeMcpServerBinPath()], INITIALIZE);
+    expect(result.stderr).not.toMatch(/Cannot find module|ERR_MODULE_NOT_FOUND|proxy could not be started/);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout.split('\n')[0] as string)).toMatchObject({ id: 1, result: {} });
+  }, 60_000);
+});

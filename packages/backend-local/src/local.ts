@@ -22,13 +22,14 @@ import {
   identifyInit,
   type NamespaceInit,
   openState,
+  parseNpxCommand,
   registryAccess,
   SANDBOX_HOME,
   type StateDirs,
 } from '@mcpsandbox/host-side';
 import { adaptChild, type SpawnedProcess } from './child-process.js';
 import { buildSeccompFilter } from './filter/build.js';
-import { type PackageCopy, prepareCommand } from './install/prepare.js';
+import type { PackageCopy } from './install/prepare.js';
 import { makeSetupDirs, SETUP_PREFIX, type SetupDirs } from './install/setup-dirs.js';
 import type { LocalBackendOptions } from './options.js';
 import type { LocalHostInfo } from './probe.js';
@@ -222,6 +223,9 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
   /** The npx install step (see install/prepare.ts). */
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
     this.#assertOpen();
+    // Only an `npx -y` start has an install step: its code loads with it, not with every start.
+    if (!parseNpxCommand(command)) return command;
+    const { prepareCommand } = await import('./install/prepare.js');
     return prepareCommand(
       {
         config: this.#config,

@@ -2,7 +2,7 @@ import { connect, type Server as NetServer, type Socket } from 'node:net';
 import type { SandboxEvent } from '@mcpsandbox/core';
 import { CONNECT_TIMEOUT, failureCode, type SyntheticNames } from './egress.js';
 import type { NetGrant } from './grants.js';
-import { decide, type Resolver } from './proxy.js';
+import { decide, type Resolver } from './grants.js';
 
 /** Opens the upstream connection to a checked address (tests point it at a local server). */
 export type Dialer = (address: string, port: number) => Socket;

@@ -6,7 +6,6 @@ import {
   type DenialReporter,
   type Dialer,
   DnsResponder,
-  EgressProxy,
   type NetGrant,
   nameIsGranted,
   type Resolver,
@@ -15,6 +14,7 @@ import {
   TransparentEgress,
   transparentPorts,
 } from '@mcpsandbox/egress';
+import type { EgressProxy, EgressProxyOptions } from '@mcpsandbox/egress/proxy';
 import { closeDir, openOwnedDir, writeFileAt } from '@mcpsandbox/host-side';
 
 /** One socket the relay opens in the sandbox's network namespace and hands to the host. */
@@ -52,7 +52,14 @@ export class SandboxNetwork {
    * failing unseen. Nothing is required of the relay, and the sandbox does not wait for it.
    */
   readonly hintsOnly: boolean;
-  readonly #proxy: EgressProxy;
+  /**
+   * The proxy, made when its socket arrives: its module (and `node:http`) loads only for a
+   * sandbox with grants, while the relay opens its sockets, not at every start.
+   */
+  #proxy: EgressProxy | undefined;
+  readonly #proxyModule: Promise<typeof import('@mcpsandbox/egress/proxy')> | undefined;
+  readonly #proxyOptions: EgressProxyOptions;
+  #closed = false;
   readonly #dns: DnsResponder;
   readonly #transparent: TransparentEgress;
   #attached = 0;
@@ -72,7 +79,7 @@ export class SandboxNetwork {
       ...(options.resolve ? { resolve: options.resolve } : {}),
       ...(options.dial ? { dial: options.dial } : {}),
     };
-    this.#proxy = new EgressProxy(shared);
+    this.#proxyOptions = shared;
     this.#transparent = new TransparentEgress({ ...shared, names });
     this.#dns = new DnsResponder({
       addressFor: (name) =>
@@ -90,6 +97,9 @@ export class SandboxNetwork {
       }
     }
     this.hintsOnly = grants.length === 0;
+    this.#proxyModule = this.hintsOnly ? undefined : import('@mcpsandbox/egress/proxy');
+    // A failure to load is reported when the proxy's socket arrives (#attachProxy).
+    this.#proxyModule?.catch(() => {});
     const dns: RelaySocket[] = [
       { id: 'dns-udp', kind: 'udp', host: SANDBOX_DNS_ADDRESS, port: DNS_PORT },
       { id: 'dns-tcp', kind: 'tcp', host: SANDBOX_DNS_ADDRESS, port: DNS_PORT },
@@ -125,7 +135,7 @@ export class SandboxNetwork {
       return this.#attached >= this.sockets.length;
     }
     if (!handle || typeof (handle as { on?: unknown }).on !== 'function') return false;
-    if (socket.id === 'proxy') this.#proxy.attach(handle as NetServer);
+    if (socket.id === 'proxy') this.#attachProxy(handle as NetServer);
     else if (socket.id === 'dns-udp') this.#dns.attachUdp(handle as UdpSocket);
     else if (socket.id === 'dns-tcp') this.#dns.attachTcp(handle as NetServer);
     else this.#transparent.attach(handle as NetServer);
@@ -133,8 +143,28 @@ export class SandboxNetwork {
     return this.#attached >= this.sockets.length;
   }
 
+  /** Until the proxy's module has loaded, connections wait in the listening socket's backlog. */
+  #attachProxy(handle: NetServer): void {
+    const loading = this.#proxyModule ?? Promise.reject(new Error('a sandbox without grants has no proxy'));
+    loading.then(
+      ({ EgressProxy }) => {
+        if (this.#closed) {
+          handle.close();
+          return;
+        }
+        this.#proxy = new EgressProxy(this.#proxyOptions);
+        this.#proxy.attach(handle);
+      },
+      (error: unknown) => {
+        handle.close();
+        this.#logger.error(`the egress proxy could not be started: ${(error as Error).message}`);
+      },
+    );
+  }
+
   close(): void {
-    this.#proxy.close();
+    this.#closed = true;
+    this.#proxy?.close();
     this.#dns.close();
     this.#transparent.close();
   }
