@@ -129,7 +129,11 @@ describe('a local start without grants loads no egress proxy', () => {
   afterAll(() => rmSync(copy, { recursive: true, force: true }));
 
   it('runs a whole local session (its DNS hints included) without the proxy chunk', async () => {
-    const result = await start(bin, ['run', '--', process.execPath, fakeMcpServerBinPath()], INITIALIZE);
+    // A server of one line: no file of the repository, which the sandbox hides under a temp dir.
+    const server =
+      "require('readline').createInterface({input:process.stdin}).on('line',(l)=>" +
+      "process.stdout.write(JSON.stringify({jsonrpc:'2.0',id:JSON.parse(l).id,result:{}})+'\\n'))";
+    const result = await start(bin, ['run', '--', process.execPath, '-e', server], INITIALIZE);
     expect(result.stderr).not.toMatch(/Cannot find module|ERR_MODULE_NOT_FOUND|proxy could not be started/);
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout.split('\n')[0] as string)).toMatchObject({ id: 1, result: {} });

@@ -159,6 +159,7 @@ class Bridge {
   #sandboxClosed: Promise<void> | undefined;
   #startup: Promise<void>;
   #serverOut: Promise<void> = Promise.resolve();
+  #serverErr: Promise<void> = Promise.resolve();
   #ttl: NodeJS.Timeout;
 
   constructor(options: BridgeOptions) {
@@ -247,7 +248,7 @@ class Bridge {
       return;
     }
     this.#serverOut = this.#pumpServerStdout(proc);
-    void this.#pumpStderr(proc.stderr, this.#hints);
+    this.#serverErr = this.#pumpStderr(proc.stderr, this.#hints);
     this.#ready.resolve(proc);
     void proc.exit.then((status) => {
       this.#serverStatus = status;
@@ -772,8 +773,10 @@ class Bridge {
         await this.#terminate(proc, reason === 'client-gone' ? timing.exitGraceMs : 0);
       }
     }
-    // The server's last words reach the client before the bridge answers for it.
-    await within(this.#serverOut, 2_000);
+    // The server's last words reach the client before the bridge answers for it, and its last
+    // stderr lines the user: a server that has already exited when the session takes it over (an
+    // early start) may have written them before anything read its pipe.
+    await within(Promise.all([this.#serverOut, this.#serverErr]), 2_000);
     for (const [idKey, idText] of [...this.#inflight]) {
       const code = reason === 'ttl' ? BridgeErrorCode.ttlExpired : BridgeErrorCode.serverUnavailable;
       this.#answer(idKey, idText, code, this.#unavailableMessage());

@@ -16,6 +16,7 @@ describe('@mcpsandbox/core public exports', () => {
         "DEBUG_ENV",
         "DEFAULT_MAX_LINE_BYTES",
         "DEFAULT_SHUTDOWN_TIMING",
+        "DEFAULT_TTL",
         "ExitCode",
         "ISOLATION_LEVELS",
         "JsonlTrace",

@@ -17,7 +17,10 @@ export function namespaceSignal(
     if (exited) return;
     if (sig === 'SIGKILL') {
       // Killing the namespace's init makes the kernel kill everything inside; bwrap's own
-      // --die-with-parent is not trusted (code inside may have changed the init).
+      // --die-with-parent is not trusted (code inside may have changed the init). bwrap's whole
+      // process group goes too: the hints relay runs there, outside the pid namespace, and would
+      // otherwise live on until it saw itself orphaned.
+      tryKill(-(child.pid as number), 'SIGKILL');
       tryKill(child.pid as number, 'SIGKILL');
       void init.then((found) => found && killInit(found));
       return;
