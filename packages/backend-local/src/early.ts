@@ -23,6 +23,7 @@ import type {
 import { parseNpxCommand } from '@mcpsandbox/host-side';
 import { createLocalBackend, type LocalSandboxHandle } from './local.js';
 import type { EarlyAdoption, LocalBackendOptions } from './options.js';
+import { sameArray, sameRecord } from './session/same.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -82,18 +83,8 @@ class Relay<T> {
   }
 }
 
-function sameRecord(a: Env | undefined, b: Env | undefined): boolean {
-  const left = Object.entries(a ?? {}).filter(([, value]) => value !== undefined);
-  const right = Object.entries(b ?? {}).filter(([, value]) => value !== undefined);
-  return left.length === right.length && left.every(([key, value]) => b?.[key] === value);
-}
-
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
-}
-
-function sameArray(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((item, index) => item === b[index]);
 }
 
 /** The early start's three steps, each begun as soon as the one before it ended. */

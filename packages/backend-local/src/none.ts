@@ -12,6 +12,7 @@ import {
   SPECIFICATION_VERSION,
 } from '@mcpsandbox/core';
 import { type SpawnedProcess, spawnProcess, startProcess } from './child-process.js';
+import { sameArray, sameRecord } from './session/same.js';
 
 /** Host variables a plain child process gets besides the allowlist, so that commands resolve. */
 export const NONE_BASELINE_ENV = ['PATH', 'HOME', 'TMPDIR', 'LANG'] as const;
@@ -78,7 +79,7 @@ export class EarlyStart {
     command: readonly string[],
     env: Readonly<Record<string, string>>,
   ): Promise<SpawnedProcess> | undefined {
-    if (!sameArray(command, this.#command) || !sameEnv(env, this.#env)) return undefined;
+    if (!sameArray(command, this.#command) || !sameRecord(env, this.#env)) return undefined;
     const proc = this.#proc;
     this.#proc = undefined;
     return proc;
@@ -108,17 +109,6 @@ export class EarlyStart {
       return undefined; // it never started
     }
   }
-}
-
-function sameArray(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((item, index) => item === b[index]);
-}
-
-function sameEnv(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
-  const keys = Object.keys(a);
-  return (
-    keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && a[key] === b[key])
-  );
 }
 
 class ChildProcessSandbox implements Sandbox {

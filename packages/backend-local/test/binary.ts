@@ -66,6 +66,18 @@ export function processesWith(text: string): number[] {
   });
 }
 
+/** Live (not zombie) processes whose environment holds `entry` (`NAME=value`) as one variable. */
+export function processesWithEnv(entry: string): number[] {
+  const needle = Buffer.from(`${entry}\0`);
+  return livePids().filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/environ`).includes(needle);
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** The pid namespace of a process, as `pid:[inode]`; undefined once it is gone. */
 export function pidNamespaceOf(pid: number): string | undefined {
   try {

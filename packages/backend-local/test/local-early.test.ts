@@ -5,40 +5,18 @@
  * the program's own. A check left out of the match makes its case fail (the early server would be
  * the one the program's exec gets).
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { SpawnedProcess } from '../src/child-process.js';
 import { EarlyLocalStart } from '../src/early.js';
 import { createLocalBackend, type LocalBackendOptions } from '../src/local.js';
+import { processesWithEnv, waitUntil } from './binary.js';
 
 const hostEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root' };
 const command = ['sleep', '30'];
 const TTL = 60_000;
 
 /** Live processes whose environment holds `EARLY_MARK=<mark>`. */
-function marked(mark: string): number[] {
-  const needle = Buffer.from(`EARLY_MARK=${mark}\0`);
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (!/^\d+ \(.*\) Z/.test(stat) && readFileSync(`/proc/${entry}/environ`).includes(needle)) {
-        found.push(Number(entry));
-      }
-    } catch {
-      // gone
-    }
-  }
-  return found;
-}
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let waited = 0; !check(); waited += 20) {
-    if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const marked = (mark: string) => processesWithEnv(`EARLY_MARK=${mark}`);
 
 interface ProgramStart {
   readonly options?: Partial<LocalBackendOptions>;
@@ -82,7 +60,7 @@ describe('EarlyLocalStart: the sandbox made before the program loaded', () => {
     expect(before).toContain(proc.pid);
     expect(logs).toContain('the sandbox was made early, while the program loaded');
     await close();
-    await until(() => marked(mark).length === 0, 'the end of the session');
+    await waitUntil(() => marked(mark).length === 0, 'the end of the session');
   });
 
   it.each<[string, ProgramStart]>([
@@ -101,7 +79,7 @@ describe('EarlyLocalStart: the sandbox made before the program loaded', () => {
     expect(before.length).toBeGreaterThan(0);
     expect(before).not.toContain(proc.pid);
     // The early sandbox's processes end; the program's own runs.
-    await until(() => before.every((pid) => !marked(mark).includes(pid)), 'the end of the early sandbox');
+    await waitUntil(() => before.every((pid) => !marked(mark).includes(pid)), 'the end of the early sandbox');
     expect(() => process.kill(proc.pid, 0)).not.toThrow();
     await close();
   });
@@ -112,7 +90,7 @@ describe('EarlyLocalStart: the sandbox made before the program loaded', () => {
     await early.started();
     expect(marked(mark).length).toBeGreaterThan(0);
     expect(await early.discard()).toBe(true);
-    await until(() => marked(mark).length === 0, 'the end of the early sandbox');
+    await waitUntil(() => marked(mark).length === 0, 'the end of the early sandbox');
     // Once: a later adopt finds nothing to adopt.
     expect(
       await early.adopt({ hostEnv, settings: {} }, { sessionId: 's', env: {}, ttlMs: TTL }),

@@ -1,35 +1,13 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { SpawnedProcess } from '../src/child-process.js';
 import { createNoneBackend, EarlyStart } from '../src/none.js';
+import { processesWithEnv, waitUntil } from './binary.js';
 
 const hostEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const command = ['sleep', '30'];
 
-/** Live processes whose environment holds exactly `EARLY_MARK=<mark>`. */
-function marked(mark: string): number[] {
-  const needle = Buffer.from(`EARLY_MARK=${mark}\0`);
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (!/^\d+ \(.*\) Z/.test(stat) && readFileSync(`/proc/${entry}/environ`).includes(needle)) {
-        found.push(Number(entry));
-      }
-    } catch {
-      // gone
-    }
-  }
-  return found;
-}
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let waited = 0; !check(); waited += 20) {
-    if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** Live processes whose environment holds `EARLY_MARK=<mark>`. */
+const marked = (mark: string) => processesWithEnv(`EARLY_MARK=${mark}`);
 
 async function sessionWith(env: Record<string, string>, early: EarlyStart) {
   const backend = createNoneBackend({ hostEnv, takeEarlyStart: () => early });
@@ -45,23 +23,23 @@ describe('EarlyStart: a server started before the program loaded', () => {
   it('is the process the exec with exactly its command and environment gets', async () => {
     const mark = `same-${process.pid}`;
     const early = new EarlyStart(command, { EARLY_MARK: mark }, hostEnv);
-    await until(() => marked(mark).length === 1, 'the early server');
+    await waitUntil(() => marked(mark).length === 1, 'the early server');
     const [pid] = marked(mark);
     const sandbox = await sessionWith({ EARLY_MARK: mark }, early);
     const proc = await sandbox.exec(command);
     expect(proc.pid).toBe(pid);
     expect(marked(mark)).toEqual([pid]);
     await sandbox.close();
-    await until(() => marked(mark).length === 0, 'the end of the session');
+    await waitUntil(() => marked(mark).length === 0, 'the end of the session');
   });
 
   it('is ended, and a server of its own started, when the environment differs', async () => {
     const mark = `other-${process.pid}`;
     const early = new EarlyStart(command, { EARLY_MARK: mark }, hostEnv);
-    await until(() => marked(mark).length === 1, 'the early server');
+    await waitUntil(() => marked(mark).length === 1, 'the early server');
     const sandbox = await sessionWith({ EARLY_MARK: `${mark}-b` }, early);
     const proc = await sandbox.exec(command);
-    await until(() => marked(mark).length === 0, 'the early server to end');
+    await waitUntil(() => marked(mark).length === 0, 'the early server to end');
     expect(marked(`${mark}-b`)).toEqual([proc.pid]);
     await sandbox.close();
   });
@@ -71,7 +49,7 @@ describe('EarlyStart: a server started before the program loaded', () => {
     const early = new EarlyStart(command, { EARLY_MARK: mark }, hostEnv);
     const sandbox = await sessionWith({ EARLY_MARK: mark }, early);
     const proc = await sandbox.exec(['sleep', '31']);
-    await until(() => marked(mark).length === 1, 'one server');
+    await waitUntil(() => marked(mark).length === 1, 'one server');
     expect(marked(mark)).toEqual([proc.pid]);
     await sandbox.close();
   });
@@ -79,12 +57,12 @@ describe('EarlyStart: a server started before the program loaded', () => {
   it('is ended by close() when no exec took it, and by discard() before any sandbox', async () => {
     const mark = `unused-${process.pid}`;
     const early = new EarlyStart(command, { EARLY_MARK: mark }, hostEnv);
-    await until(() => marked(mark).length === 1, 'the early server');
+    await waitUntil(() => marked(mark).length === 1, 'the early server');
     const sandbox = await sessionWith({ EARLY_MARK: mark }, early);
     await sandbox.close();
     expect(marked(mark)).toEqual([]);
     const alone = new EarlyStart(command, { EARLY_MARK: `${mark}-2` }, hostEnv);
-    await until(() => marked(`${mark}-2`).length === 1, 'the second early server');
+    await waitUntil(() => marked(`${mark}-2`).length === 1, 'the second early server');
     expect(await alone.discard()).toBeGreaterThan(0);
     expect(marked(`${mark}-2`)).toEqual([]);
     expect(await alone.discard()).toBeUndefined();
