@@ -5,6 +5,7 @@ import {
   type ChildSandboxProcess,
   type KillSignal,
   SandboxFailureError,
+  type SandboxProcess,
 } from '@mcpsandbox/core';
 
 export type SpawnedProcess = ChildSandboxProcess;
@@ -93,4 +94,21 @@ export function adaptChild(child: ChildProcess, options: AdaptOptions = {}): Spa
     }
   };
   return adaptChildProcess(child, { signal: options.signal ?? signalGroup });
+}
+
+/**
+ * Keeps a process's unread output until the returned release: Node drains and drops the output of
+ * a child that exits while nothing listens to it, and an early start's reader (the session that
+ * takes it) comes later than the exit of a server that ends at once.
+ */
+export function holdOutput(proc: SandboxProcess): () => void {
+  const streams = [proc.stdout, proc.stderr].filter(
+    (stream): stream is NodeJS.ReadableStream & AsyncIterable<Uint8Array> =>
+      typeof (stream as { on?: unknown }).on === 'function',
+  );
+  const hold = () => {};
+  for (const stream of streams) stream.on('readable', hold);
+  return () => {
+    for (const stream of streams) stream.removeListener('readable', hold);
+  };
 }

@@ -21,6 +21,7 @@ import type {
   SandboxSpec,
 } from '@mcpsandbox/core';
 import { parseNpxCommand } from '@mcpsandbox/host-side';
+import { holdOutput } from './child-process.js';
 import { createLocalBackend, type LocalSandboxHandle } from './local.js';
 import type { EarlyAdoption, LocalBackendOptions } from './options.js';
 import { sameArray, sameRecord } from './session/same.js';
@@ -110,6 +111,8 @@ export class EarlyLocalStart implements EarlyAdoption {
   readonly #abort = new AbortController();
   #sandbox: (Sandbox & LocalSandboxHandle) | undefined;
   #steps: Steps | undefined;
+  /** Lets the server's output go once its reader exists (holdOutput). */
+  #release: () => void = () => {};
 
   constructor(run: EarlyLocalRun, hostEnv: Env) {
     this.#command = [...run.command];
@@ -140,7 +143,11 @@ export class EarlyLocalStart implements EarlyAdoption {
         created.prepare?.(this.#command, { stderr: this.#stderr.push, signal: this.#abort.signal }) ??
         this.#command,
     );
-    const proc = Promise.all([sandbox, prepared]).then(([created, command]) => created.exec(command));
+    const proc = Promise.all([sandbox, prepared]).then(async ([created, command]) => {
+      const started = await created.exec(command);
+      this.#release = holdOutput(started);
+      return started;
+    });
     this.#steps = { sandbox, prepared, proc };
     // A start that fails is the program's to report: it starts again, and says why.
     for (const step of [sandbox, prepared, proc]) step.catch(() => {});
@@ -195,6 +202,7 @@ export class EarlyLocalStart implements EarlyAdoption {
         signal?.addEventListener('abort', () => this.#abort.abort(), { once: true });
       },
       abort: () => this.#abort.abort(),
+      release: () => this.#release(),
     });
   }
 
@@ -237,6 +245,8 @@ interface AdoptHooks {
   readonly prepare: (options: PrepareOptions) => void;
   /** Stops an install step still under way. */
   readonly abort: () => void;
+  /** The early server's output is the session's to read from here on. */
+  readonly release: () => void;
 }
 
 /**
@@ -281,7 +291,11 @@ class AdoptedSandbox implements Sandbox {
     this.#prepared = undefined;
     const expected = this.#preparedCommand ?? this.#command;
     const plain = options === undefined || Object.keys(options).length === 0;
-    if (early && plain && sameArray(command, expected)) return early;
+    if (early && plain && sameArray(command, expected)) {
+      const proc = await early;
+      this.#hooks.release();
+      return proc;
+    }
     if (early) await this.#end(early);
     return this.#inner.exec(command, options);
   }

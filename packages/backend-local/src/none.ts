@@ -11,7 +11,7 @@ import {
   type SandboxSpec,
   SPECIFICATION_VERSION,
 } from '@mcpsandbox/core';
-import { type SpawnedProcess, spawnProcess, startProcess } from './child-process.js';
+import { holdOutput, type SpawnedProcess, spawnProcess, startProcess } from './child-process.js';
 import { sameArray, sameRecord } from './session/same.js';
 
 /** Host variables a plain child process gets besides the allowlist, so that commands resolve. */
@@ -59,6 +59,7 @@ export class EarlyStart {
   readonly #env: Readonly<Record<string, string>>;
   #proc: Promise<SpawnedProcess> | undefined;
   readonly #pid: number | undefined;
+  #release: () => void = () => {};
 
   constructor(
     command: readonly string[],
@@ -69,7 +70,11 @@ export class EarlyStart {
     this.#env = { ...baselineEnv(hostEnv), ...serverEnv };
     const started = startProcess(this.#command, { env: { ...this.#env } });
     this.#pid = started.pid;
-    this.#proc = started.proc;
+    // Its output waits for the session that takes it (holdOutput).
+    this.#proc = started.proc.then((proc) => {
+      this.#release = holdOutput(proc);
+      return proc;
+    });
     // A start that fails is reported by the exec that takes it, or by the fresh start after it.
     this.#proc.catch(() => {});
   }
@@ -82,7 +87,10 @@ export class EarlyStart {
     if (!sameArray(command, this.#command) || !sameRecord(env, this.#env)) return undefined;
     const proc = this.#proc;
     this.#proc = undefined;
-    return proc;
+    return proc?.then((taken) => {
+      this.#release();
+      return taken;
+    });
   }
 
   /** At exit or on a signal, when nothing can be awaited: kills its group unless an exec took it. */

@@ -84,6 +84,22 @@ describe('EarlyLocalStart: the sandbox made before the program loaded', () => {
     await close();
   });
 
+  it('keeps the output of a server that exited before the program took it', async () => {
+    const quick = ['sh', '-c', 'echo last words >&2; exit 3'];
+    const early = new EarlyLocalStart({ command: quick, env: {}, ttlMs: TTL }, hostEnv);
+    await early.started();
+    // Long enough for the server to have exited, and for Node to have drained what nobody read.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const backend = createLocalBackend({ hostEnv, settings: {}, takeEarlyStart: () => early });
+    const sandbox = await backend.create({ sessionId: 's', env: {}, ttlMs: TTL, mounts: [] });
+    const proc = await sandbox.exec((await sandbox.prepare?.(quick, { stderr: () => {} })) ?? quick);
+    let stderr = '';
+    for await (const chunk of proc.stderr) stderr += Buffer.from(chunk).toString();
+    expect((await proc.exit).code).toBe(3);
+    expect(stderr).toContain('last words');
+    await sandbox.close();
+  });
+
   it('discard() ends the early sandbox and says whether one was made', async () => {
     const mark = `early-local-discard-${process.pid}`;
     const early = new EarlyLocalStart({ command, env: { EARLY_MARK: mark }, ttlMs: TTL }, hostEnv);

@@ -20,6 +20,19 @@ async function sessionWith(env: Record<string, string>, early: EarlyStart) {
 }
 
 describe('EarlyStart: a server started before the program loaded', () => {
+  it('keeps the output of a server that exited before the session took it', async () => {
+    const quick = ['sh', '-c', 'echo last words >&2; exit 3'];
+    const early = new EarlyStart(quick, {}, hostEnv);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const sandbox = await sessionWith({}, early);
+    const proc = await sandbox.exec(quick);
+    let stderr = '';
+    for await (const chunk of proc.stderr) stderr += Buffer.from(chunk).toString();
+    expect((await proc.exit).code).toBe(3);
+    expect(stderr).toContain('last words');
+    await sandbox.close();
+  });
+
   it('is the process the exec with exactly its command and environment gets', async () => {
     const mark = `same-${process.pid}`;
     const early = new EarlyStart(command, { EARLY_MARK: mark }, hostEnv);
