@@ -94,3 +94,34 @@ export function lineContent(line: Buffer): Buffer {
   if (end > 0 && line[end - 1] === 13) end--;
   return end === line.length ? line : line.subarray(0, end);
 }
+
+/**
+ * Frames a byte stream into lines and hands them on one at a time, awaiting each: a slow
+ * consumer stops the reading, which is the backpressure both directions of the bridge rely on.
+ */
+export async function pumpLines(
+  source: AsyncIterable<Uint8Array>,
+  maxLineBytes: number,
+  onLine: (line: Buffer) => Promise<void>,
+  onOversize: (head: Buffer, size: number) => void,
+): Promise<void> {
+  const framer = new LineFramer({ maxLineBytes });
+  const batch: Array<Buffer | { head: Buffer; size: number }> = [];
+  const handler: FrameHandler = {
+    line: (line) => batch.push(line),
+    oversize: (head, size) => batch.push({ head, size }),
+  };
+  const drain = async () => {
+    for (const item of batch) {
+      if (Buffer.isBuffer(item)) await onLine(item);
+      else onOversize(item.head, item.size);
+    }
+    batch.length = 0;
+  };
+  for await (const chunk of source) {
+    framer.push(chunk, handler);
+    if (batch.length > 0) await drain();
+  }
+  framer.end(handler);
+  await drain();
+}

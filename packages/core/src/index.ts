@@ -1,3 +1,4 @@
+export { startBridge } from './bridge.js';
 export {
   type BridgeOptions,
   type BridgeResult,
@@ -6,8 +7,7 @@ export {
   type EndReason,
   type ShutdownTiming,
   type StopSignal,
-  startBridge,
-} from './bridge.js';
+} from './bridge-types.js';
 export {
   type AdaptChildOptions,
   adaptChildProcess,
