@@ -6,10 +6,10 @@ import type { BootstrapConfig } from './context-bootstrap.js';
 import { type CopyLimits, describeHostError, parseUntrusted, serializeForSandbox } from './copy.js';
 import { EventGate } from './gate.js';
 import { prepareApp, prepareHelper } from './prepare.js';
+import { createProcessSession } from './process-session.js';
 import type { EngineEvent, HostMessage, RuntimeConfig } from './runtime.js';
 import {
   createInProcessSession,
-  createProcessSession,
   detectPromiseTracking,
   type Isolation,
   type Launcher,

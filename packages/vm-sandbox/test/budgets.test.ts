@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type LaunchedProcess, MCPAppSandbox } from '../src/index.js';
+import { spawnChild } from '../src/process-session.js';
 import type { EngineEvent } from '../src/runtime.js';
 import type { InternalSandboxOptions } from '../src/sandbox.js';
-import { spawnChild } from '../src/session.js';
 
 /** A launcher that ignores the sandbox's argv and runs `source` as the "worker". */
 const compromised = (source: string) => (): Promise<LaunchedProcess> =>

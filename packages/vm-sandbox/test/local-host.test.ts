@@ -8,7 +8,7 @@ import { createLocalBackend } from '@mcpsandbox/backend-local';
 import type { SandboxBackend, SandboxProcess } from '@mcpsandbox/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childArgv, MCPAppSandbox } from '../src/index.js';
-import { spawnChild, treeRss } from '../src/session.js';
+import { spawnChild, treeRss } from '../src/process-session.js';
 
 let server: Server;
 let port = 0;

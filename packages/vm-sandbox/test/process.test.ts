@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { type SandboxBackend, type SandboxSpec, SPECIFICATION_VERSION } from '@mcpsandbox/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { childArgv, type LaunchedProcess, MCPAppSandbox, permissionFlag } from '../src/index.js';
-import { spawnChild } from '../src/session.js';
+import { spawnChild } from '../src/process-session.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vm-sandbox-child-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
