@@ -3,7 +3,7 @@
  * would, and serves a hostile package from a registry on loopback.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -26,12 +26,24 @@ export interface Running {
   readonly call: (name: string, args?: Record<string, unknown>) => Promise<Record<string, unknown>>;
 }
 
+/**
+ * Where the bridges these tests start keep their `npx -y` pins: the suite's own lock (the test
+ * script sets one), else one of this test process's; never the lock of the user running them.
+ */
+export const TEST_PIN_LOCK =
+  process.env.MCP_SANDBOX_PIN_LOCK ?? join(mkdtempSync(join(tmpdir(), 'mcpsandbox-pins-')), 'npx-lock.json');
+
 /** `mcp-sandbox run <args>` with the real SDK client over stdio. */
 export async function runBin(args: readonly string[], env: Record<string, string> = {}): Promise<Running> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'run', ...args],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/',
+      MCP_SANDBOX_PIN_LOCK: TEST_PIN_LOCK,
+      ...env,
+    },
     stderr: 'pipe',
   });
   let stderr = '';
@@ -107,14 +119,18 @@ export const HOSTILE_PACKAGE = 'hostile-install';
 export async function startRegistry(
   config: AttackConfig | Record<string, unknown>,
   name: string = HOSTILE_PACKAGE,
+  options: { readonly port?: number } = {},
 ): Promise<Registry> {
   const beacons: Array<Record<string, unknown>> = [];
   let tarballs = 0;
   let packuments = 0;
   let hidden = false;
   const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
-  const url = `http://127.0.0.2:${(server.address() as { port: number }).port}/`;
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.2', resolve));
+  // A path of its own: the pin lock keys pins by registry address, each registry packs its
+  // tarball anew, and the kernel may hand a later registry the port of an earlier one.
+  const url = `http://127.0.0.2:${(server.address() as { port: number }).port}/${randomUUID()}/`;
+  const prefix = new URL(url).pathname.slice(0, -1);
   const tarball = packFixture(name, { ...config, registry: url });
   const manifest = JSON.parse(readFileSync(join(FIXTURES, name, 'package.json'), 'utf8')) as Record<
     string,
@@ -129,7 +145,7 @@ export async function startRegistry(
         ...manifest,
         hasInstallScript: true,
         dist: {
-          tarball: new URL(tarballPath, url).href,
+          tarball: new URL(`${prefix}${tarballPath}`, url).href,
           shasum: createHash('sha1').update(tarball).digest('hex'),
           integrity: `sha512-${createHash('sha512').update(tarball).digest('base64')}`,
         },
@@ -137,7 +153,9 @@ export async function startRegistry(
     },
   };
   server.on('request', (request, response) => {
-    const path = new URL(request.url ?? '/', url).pathname;
+    const full = new URL(request.url ?? '/', url).pathname;
+    // Only this registry's own path is served: anything else is another registry's address.
+    const path = full.startsWith(`${prefix}/`) ? full.slice(prefix.length) : '/not-this-registry';
     if (request.method === 'POST' && path === '/beacon') {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
