@@ -1,6 +1,57 @@
 /** One session of a trace, tallied record by record (trace-summary.ts reads the file). */
-import { EgressTally } from './egress-summary.js';
-import type { SessionSummary, ToolStats, TraceRecord } from './trace-summary.js';
+import { type EgressStats, EgressTally } from './egress-summary.js';
+import type { TraceRecord } from './trace-record.js';
+
+export interface ToolStats {
+  calls: number;
+  errors: number;
+  p50Ms: number | null;
+  p95Ms: number | null;
+  maxMs: number | null;
+}
+
+export interface SessionSummary {
+  sessionId: string | null;
+  backend: string | null;
+  isolation: string | null;
+  command: readonly string[];
+  startedAt: string | null;
+  durationMs: number | null;
+  messages: { clientToServer: number; serverToClient: number };
+  bytes: { clientToServer: number; serverToClient: number };
+  /**
+   * The protocol the client asked for: `legacy` (an `initialize`, 2025-11-25 and before) or
+   * `modern` (2026-07-28: `server/discover`, the version in each request's `_meta`); null when
+   * the trace holds neither.
+   */
+  protocol: { era: 'legacy' | 'modern'; version: string | null } | null;
+  /** Requests and notifications by method, both directions. */
+  methods: Record<string, number>;
+  tools: Record<string, ToolStats>;
+  /** Requests the client sent that got no response in the trace. */
+  unanswered: number;
+  errors: number;
+  synthesizedErrors: number;
+  diverted: number;
+  stderr: { lines: number; bytes: number };
+  policy: Array<{ action: string; tool: string; rule: string }>;
+  /** Server lines a tool policy dropped because clients could read them two ways, by reason. */
+  dropped: Record<string, number>;
+  pinDrift: Array<{ tool: string; change: string }>;
+  /** The server's egress per host (from the backend's `sandbox.proxy`, `sandbox.egress-*` records). */
+  egress: Record<string, EgressStats>;
+  /** Egress before the server started: the `npx` install step, setup steps. */
+  setupEgress: Record<string, EgressStats>;
+  /** Withheld host variables the server asked for (`env-hint` records), each once. */
+  envHints: string[];
+  /** How it ended, or null when the trace has no session-end (still running, or killed). */
+  end: {
+    reason: string;
+    exitCode: number | null;
+    serverCode: number | null;
+    serverSignal: string | null;
+  } | null;
+}
 
 interface Pending {
   readonly t: number;
