@@ -26,12 +26,12 @@ export interface Running {
   readonly call: (name: string, args?: Record<string, unknown>) => Promise<Record<string, unknown>>;
 }
 
-/**
- * Where the bridges these tests start keep their `npx -y` pins: the suite's own lock (the test
- * script sets one), else one of this test process's; never the lock of the user running them.
- */
-export const TEST_PIN_LOCK =
-  process.env.MCP_SANDBOX_PIN_LOCK ?? join(mkdtempSync(join(tmpdir(), 'mcpsandbox-pins-')), 'npx-lock.json');
+/** The suite's pin lock (vitest.shared.ts sets one): the bridges of these tests keep their pins there. */
+function suitePinLock(): string {
+  const lock = process.env.MCP_SANDBOX_PIN_LOCK;
+  if (!lock) throw new Error('MCP_SANDBOX_PIN_LOCK is not set: run these tests with their vitest config');
+  return lock;
+}
 
 /** `mcp-sandbox run <args>` with the real SDK client over stdio. */
 export async function runBin(args: readonly string[], env: Record<string, string> = {}): Promise<Running> {
@@ -41,7 +41,7 @@ export async function runBin(args: readonly string[], env: Record<string, string
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/',
-      MCP_SANDBOX_PIN_LOCK: TEST_PIN_LOCK,
+      MCP_SANDBOX_PIN_LOCK: suitePinLock(),
       ...env,
     },
     stderr: 'pipe',

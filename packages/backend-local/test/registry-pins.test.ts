@@ -5,10 +5,16 @@
  * an address of its own, the second install is refused as a swapped tarball (a failure that came
  * and went with the ports handed out, in whichever test drew a reused one).
  */
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { openTempDir } from './binary.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { HOSTILE_PACKAGE, runBin, startRegistry } from './cli.js';
+
+const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-pins-'));
+// As root the sandbox runs as nobody, who must be able to pass through to the cache.
+chmodSync(work, 0o755);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const config = {
   canary: '/nonexistent/canary',
@@ -17,13 +23,13 @@ const config = {
   mountedFile: '/nonexistent',
 };
 
-async function startServer(url: string, lock: string): Promise<void> {
+async function startServer(url: string, lock: string, cache: string): Promise<void> {
   const running = await runBin(
     [
       '--backend-option',
       `npmRegistry=${url}`,
       '--backend-option',
-      `npmCacheDir=${openTempDir('mcpsandbox-pins-cache-')}`,
+      `npmCacheDir=${cache}`,
       '--',
       'npx',
       '-y',
@@ -38,11 +44,16 @@ describe('loopback registries of the tests', () => {
   it('a registry on the port an earlier one had is a registry of its own to the pin lock', {
     timeout: 120_000,
   }, async () => {
-    const lock = join(openTempDir('mcpsandbox-pins-'), 'npx-lock.json');
+    const lock = join(work, 'npx-lock.json');
+    const cache = (name: string) => {
+      const dir = join(work, name);
+      mkdirSync(dir, { mode: 0o755 });
+      return dir;
+    };
     const first = await startRegistry(config);
     const port = Number(new URL(first.url).port);
     try {
-      await startServer(first.url, lock);
+      await startServer(first.url, lock, cache('first'));
     } finally {
       await first.close();
     }
@@ -50,7 +61,7 @@ describe('loopback registries of the tests', () => {
     try {
       expect(new URL(second.url).port).toBe(String(port));
       // Refused before each registry had an address of its own: "now serves a different tarball".
-      await startServer(second.url, lock);
+      await startServer(second.url, lock, cache('second'));
     } finally {
       await second.close();
     }
