@@ -4,6 +4,7 @@ import type { ExitStatus, SandboxBackend, SandboxSpec } from './contract.js';
 import type { SandboxError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ToolPolicy } from './policy.js';
+import type { SecretSet } from './secrets.js';
 import type { TraceSink } from './trace.js';
 
 export interface ShutdownTiming {
@@ -29,7 +30,7 @@ export interface BridgeOptions {
   readonly setup?: readonly string[];
   readonly spec: Omit<SandboxSpec, 'onEvent'>;
   /** Values redacted from the trace and from forwarded stderr. */
-  readonly secrets?: readonly string[];
+  readonly secrets?: readonly string[] | SecretSet;
   /**
    * Host variables kept from the server, by name: when the server's stderr or an error it returns
    * names one, stderr says which `--env` flag passes it.

@@ -10,7 +10,6 @@ import {
 } from './bridge-types.js';
 import type { ExitStatus, Sandbox, SandboxProcess } from './contract.js';
 import { type Deferred, deferred, within } from './deferred.js';
-import { createRedactor, type Redactor } from './env.js';
 import { WithheldEnvHints } from './env-hints.js';
 import { isSandboxError, SetupFailedError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
@@ -25,6 +24,8 @@ import {
   inspectMessage,
   type MessageInfo,
 } from './jsonrpc.js';
+import { redactLogger } from './logger.js';
+import { createRedactor, type Redactor, SecretSet } from './secrets.js';
 import { errorCode, errorMessage, printable, sessionExitCode, unavailableMessage } from './session-end.js';
 import { relayStderr, writeStream } from './stderr-relay.js';
 import { ControlEscaper, escapeControls } from './terminal.js';
@@ -82,17 +83,18 @@ class Bridge {
   #ttl: NodeJS.Timeout;
 
   constructor(options: BridgeOptions) {
-    this.#o = options;
+    this.#redact = createRedactor(options.secrets ?? []);
+    // What the bridge logs quotes the server (tool names, errors): redacted like its stderr.
+    this.#o = { ...options, logger: redactLogger(options.logger, this.#redact) };
     this.#timing = { ...DEFAULT_SHUTDOWN_TIMING, ...options.timing };
     this.#maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
-    this.#redact = createRedactor(options.secrets ?? []);
     this.#trace = options.trace;
     this.#inflight = new InFlightRequests((line) => void this.#writeClient(line), options.trace);
     const policy = options.policy?.active ? options.policy : undefined;
     this.#gate = policy
-      ? new ToolGate({ policy, inflight: this.#inflight, logger: options.logger, trace: options.trace })
+      ? new ToolGate({ policy, inflight: this.#inflight, logger: this.#o.logger, trace: options.trace })
       : undefined;
-    const hints = new WithheldEnvHints(options.withheldEnv ?? [], options.logger, options.trace);
+    const hints = new WithheldEnvHints(options.withheldEnv ?? [], this.#o.logger, options.trace);
     this.#hints = hints.active ? hints : undefined;
     this.done = this.#result.promise;
 
@@ -362,7 +364,7 @@ class Bridge {
       logger: this.#o.logger,
       trace: this.#trace,
       redact: this.#redact,
-      plain: !this.#trace && (this.#o.secrets ?? []).length === 0,
+      plain: !this.#trace && secretCount(this.#o.secrets) === 0,
       hints,
     });
   }
@@ -505,4 +507,8 @@ class Bridge {
     })();
     return this.#sandboxClosed;
   }
+}
+
+function secretCount(secrets: readonly string[] | SecretSet | undefined): number {
+  return secrets instanceof SecretSet ? secrets.size : (secrets?.length ?? 0);
 }

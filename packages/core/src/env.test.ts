@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createRedactor, resolveEnvAllowlist } from './env.js';
+import { resolveEnvAllowlist } from './env.js';
 import { UsageError } from './errors.js';
+import { createRedactor } from './secrets.js';
 
 describe('resolveEnvAllowlist', () => {
   const host = {

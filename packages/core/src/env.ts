@@ -1,4 +1,5 @@
 import { UsageError } from './errors.js';
+import { MIN_REDACTED_LENGTH } from './secrets.js';
 
 export interface EnvAllowlist {
   /** What crosses into the sandbox, and nothing else. */
@@ -9,13 +10,16 @@ export interface EnvAllowlist {
   readonly withheld: readonly string[];
   /** Of those, the ones whose names look like credentials (names only, never values). */
   readonly withheldSecretLike: readonly string[];
+  /**
+   * Passed variables whose names look like credentials but whose values are too short to be
+   * redacted (names only): the user is told, rather than trusting a redaction that is not done.
+   */
+  readonly unredacted: readonly string[];
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SECRET_LIKE =
   /(SECRET|TOKEN|PASSW(OR)?D|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|SESSION|COOKIE|_KEY$|^AWS_|^GH_|^GITHUB_)/i;
-/** Shorter values would match everywhere in a trace; they are not treated as secrets. */
-export const MIN_REDACTED_LENGTH = 4;
 
 export function looksSecret(name: string): boolean {
   return SECRET_LIKE.test(name);
@@ -56,26 +60,9 @@ export function resolveEnvAllowlist(
     .filter((name) => hostEnv[name] !== undefined && !(name in env))
     .sort();
   const secrets = [...new Set(Object.values(env).filter((v) => v.length >= MIN_REDACTED_LENGTH))];
-  return { env, secrets, withheld, withheldSecretLike: withheld.filter(looksSecret) };
-}
-
-export const REDACTED = '[REDACTED]';
-
-export type Redactor = (text: string) => string;
-
-/** Replaces each secret, as written and as it appears escaped inside a JSON string. */
-export function createRedactor(secrets: readonly string[]): Redactor {
-  const needles = new Set<string>();
-  for (const secret of secrets) {
-    if (secret.length < MIN_REDACTED_LENGTH) continue;
-    needles.add(secret);
-    needles.add(JSON.stringify(secret).slice(1, -1));
-  }
-  const ordered = [...needles].sort((a, b) => b.length - a.length);
-  if (ordered.length === 0) return (text) => text;
-  return (text) => {
-    let out = text;
-    for (const needle of ordered) if (out.includes(needle)) out = out.split(needle).join(REDACTED);
-    return out;
-  };
+  const unredacted = Object.keys(env)
+    .filter((name) => looksSecret(name) && (env[name] as string).length > 0)
+    .filter((name) => (env[name] as string).length < MIN_REDACTED_LENGTH)
+    .sort();
+  return { env, secrets, withheld, withheldSecretLike: withheld.filter(looksSecret), unredacted };
 }

@@ -40,15 +40,7 @@ export {
 } from './contract.js';
 export { DEFAULT_TTL, formatDuration, parseDuration } from './duration.js';
 export type { EgressFailedEvent, EgressStats } from './egress-summary.js';
-export {
-  createRedactor,
-  type EnvAllowlist,
-  looksSecret,
-  MIN_REDACTED_LENGTH,
-  REDACTED,
-  type Redactor,
-  resolveEnvAllowlist,
-} from './env.js';
+export { type EnvAllowlist, looksSecret, resolveEnvAllowlist } from './env.js';
 export {
   AbortedError,
   BackendUnavailableError,
@@ -90,6 +82,7 @@ export {
   createStderrLogger,
   DEBUG_ENV,
   type Logger,
+  redactLogger,
   type StderrLoggerOptions,
   silentLogger,
 } from './logger.js';
@@ -121,6 +114,14 @@ export {
   type ToolPolicyOptions,
   type ToolVerdict,
 } from './policy.js';
+export {
+  createRedactor,
+  MIN_ENCODED_REDACTED_BYTES,
+  MIN_REDACTED_LENGTH,
+  REDACTED,
+  type Redactor,
+  SecretSet,
+} from './secrets.js';
 export { ControlEscaper, escapeControls, jsonForTerminal } from './terminal.js';
 export {
   type Direction,

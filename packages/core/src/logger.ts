@@ -36,6 +36,16 @@ export function createStderrLogger(options: StderrLoggerOptions = {}): Logger {
   };
 }
 
+/** Every message through `redact` first: for loggers that quote what a server sent. */
+export function redactLogger(logger: Logger, redact: (text: string) => string): Logger {
+  return {
+    debug: (m) => logger.debug(redact(m)),
+    info: (m) => logger.info(redact(m)),
+    warn: (m) => logger.warn(redact(m)),
+    error: (m) => logger.error(redact(m)),
+  };
+}
+
 export const silentLogger: Logger = {
   debug() {},
   info() {},

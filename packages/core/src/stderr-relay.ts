@@ -1,9 +1,9 @@
 /** The server's stderr (and setup output) on the user's, and writes that wait for a full stream. */
 import type { Writable } from 'node:stream';
-import type { Redactor } from './env.js';
 import type { WithheldEnvHints } from './env-hints.js';
 import { type FrameHandler, LineFramer } from './framing.js';
 import type { Logger } from './logger.js';
+import type { Redactor } from './secrets.js';
 import { ControlEscaper, escapeControls } from './terminal.js';
 import type { TraceSink } from './trace.js';
 

@@ -1,6 +1,6 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { createRedactor, type Redactor } from './env.js';
 import { UsageError } from './errors.js';
+import { createRedactor, type Redactor, type SecretSet } from './secrets.js';
 
 export const TRACE_VERSION = 1;
 
@@ -18,7 +18,8 @@ export interface TraceSink {
 }
 
 export interface TraceFileOptions {
-  readonly secrets?: readonly string[];
+  /** Values redacted from every record; a shared set keeps redacting what is added to it later. */
+  readonly secrets?: readonly string[] | SecretSet;
   /** Buffered bytes that trigger a write (default 64 KiB); a timer flushes the rest soon after. */
   readonly flushBytes?: number;
 }

@@ -12,11 +12,13 @@ import {
   type IsolationLevel,
   isolationRank,
   type Logger,
+  MIN_REDACTED_LENGTH,
   openTraceFile,
   parseDuration,
   resolveEnvAllowlist,
   type SandboxBackend,
   type SandboxSpec,
+  SecretSet,
   type ShutdownTiming,
   type StopSignal,
   startBridge,
@@ -68,6 +70,11 @@ export interface RunFlags {
 export interface RunPlan {
   readonly backend: SandboxBackend;
   readonly allow: EnvAllowlist;
+  /**
+   * Every secret this process knows, redacted from the trace, stderr and log messages: the
+   * `--env` and `--install-env` values; commands add theirs (serve's bearer token).
+   */
+  readonly secrets: SecretSet;
   readonly spec: Omit<SandboxSpec, 'onEvent'>;
   readonly setup: readonly string[];
   readonly maxLineBytes?: number;
@@ -173,7 +180,11 @@ export async function planRun(
   const serverEnv = resolveEnvAllowlist(flags.env, io.env);
   // The install step's own variables: redacted like --env, passed only through the backend setting.
   const installEnv = resolveEnvAllowlist(flags.installEnv ?? [], io.env, '--install-env');
-  const allow = { ...serverEnv, secrets: [...new Set([...serverEnv.secrets, ...installEnv.secrets])] };
+  const allow = {
+    ...serverEnv,
+    secrets: [...new Set([...serverEnv.secrets, ...installEnv.secrets])],
+    unredacted: [...serverEnv.unredacted, ...installEnv.unredacted],
+  };
   const mounts = flags.mount.map((m) => parseMount(m, io.cwd));
   const copies = (flags.fs ?? []).map((text) => ({ text, mount: parseFs(text, io.cwd) }));
   const copied = await Promise.all(copies.map(({ text, mount }) => checkCopy(text, mount)));
@@ -232,6 +243,7 @@ export async function planRun(
   return {
     backend,
     allow,
+    secrets: new SecretSet(allow.secrets),
     setup: flags.setup,
     spec: {
       sessionId: randomUUID(),
@@ -289,6 +301,11 @@ export function announce(plan: RunPlan, logger: Logger): void {
   logger.info(
     `env: ${Object.keys(allow.env).length} variable(s) passed in; ${allow.withheld.length} host variable(s) withheld${secretNote}`,
   );
+  if (allow.unredacted.length > 0) {
+    logger.warn(
+      `${allow.unredacted.join(', ')}: value shorter than ${MIN_REDACTED_LENGTH} characters, so it is not redacted from the trace and stderr (a value that short would match everywhere)`,
+    );
+  }
 }
 
 export function registerRunCommand(
@@ -353,14 +370,14 @@ async function runAction(
   let trace: TraceSink | undefined;
   try {
     const plan = await net.guard(planRun(flags, options, logger, backendGiven));
-    if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.allow.secrets });
+    if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.secrets });
     announce(plan, logger);
     const session = startBridge({
       backend: plan.backend,
       command,
       setup: plan.setup,
       spec: plan.spec,
-      secrets: plan.allow.secrets,
+      secrets: plan.secrets,
       withheldEnv: plan.allow.withheld,
       input: io.stdin,
       output: io.stdout,

@@ -61,9 +61,11 @@ export async function serveAction(
       : DEFAULT_MAX_LINE_BYTES;
     const { token, generated } = loadToken(flags.tokenFile ? resolve(io.cwd, flags.tokenFile) : undefined);
     const plan = await net.guard(planRun(flags, options, logger, backendGiven));
-    if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.allow.secrets });
+    // The bearer token is a secret like the --env values: a client may send it inside a message.
+    plan.secrets.add(token.value);
+    if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.secrets });
     announce(plan, logger);
-    const secrets = [...plan.allow.secrets, token.value];
+    const secrets = plan.secrets.values();
     const start = (onMessage: (message: Message) => void) =>
       new Upstream(
         {

@@ -59,7 +59,7 @@ export async function openAttempt(ctx: InspectContext, negotiation: Negotiation)
     command: ctx.command,
     setup: plan.setup,
     spec: plan.spec,
-    secrets: plan.allow.secrets,
+    secrets: plan.secrets,
     input: toServer,
     output: toClient,
     errorOutput: sandboxOutput(ctx.stderr),

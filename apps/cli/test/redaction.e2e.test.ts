@@ -1,0 +1,155 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { connect } from './helpers.js';
+import { startServe, TOKEN } from './serve-helpers.js';
+
+// Secrets leaked by a hostile or careless server the ways real libraries encode them, through the
+// built binary: none of them may reach the trace or stderr. The check is an independent decoder
+// (JSON strings, percent-decoding, base64 at every offset), so a form that is only partly
+// redacted, or redacted in one spelling and not another, still counts as a leak.
+
+const LEAKY = fileURLToPath(new URL('./fixtures/leaky-server.mjs', import.meta.url));
+const LEAKY_PY = fileURLToPath(new URL('./fixtures/leaky-server.py', import.meta.url));
+const TINY = fileURLToPath(new URL('./fixtures/tiny-server.mjs', import.meta.url));
+const REPO = fileURLToPath(new URL('../../..', import.meta.url));
+/** Characters every encoder treats differently: space, non-ASCII, astral, & < > = ' / +. */
+const SECRET = "pä ss/wörd&<tok>=😀+9f3b'x";
+const dir = mkdtempSync(join(tmpdir(), 'mcp-sandbox-redaction-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Every spelling of `secret` this decoder can recover from `text`, or none. */
+function recovered(text: string, secret: string): string[] {
+  const found: string[] = [];
+  const strings = [text];
+  for (const literal of text.match(/"(?:[^"\\]|\\.)*"/g) ?? []) {
+    try {
+      strings.push(JSON.parse(literal) as string);
+    } catch {
+      // not a JSON string after all
+    }
+  }
+  // JSON escapes outside quotes too (a stderr line), and escapes of escapes, twice more.
+  for (let round = 0; round < 2; round++) strings.push(...strings.map(unescapeJson));
+  const bytes = Buffer.from(secret);
+  for (const s of strings) {
+    if (s.includes(secret)) found.push(`literal in ${JSON.stringify(s.slice(0, 80))}`);
+    for (const run of s.match(/[A-Za-z0-9%+._~!*'()-]{4,}/g) ?? []) {
+      try {
+        if (decodeURIComponent(run.replace(/\+/g, ' ')).includes(secret)) found.push(`percent: ${run}`);
+      } catch {}
+    }
+    for (const run of s.match(/[A-Za-z0-9+/_-]{8,}/g) ?? []) {
+      for (let shift = 0; shift < 4; shift++) {
+        if (Buffer.from(run.slice(shift), 'base64').includes(bytes)) found.push(`base64: ${run}`);
+      }
+    }
+  }
+  return found;
+}
+
+function unescapeJson(s: string): string {
+  const simple: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+  return s.replace(/\\(?:u([0-9a-fA-F]{4})|(.))/g, (_, hex: string | undefined, c: string) =>
+    hex ? String.fromCharCode(Number.parseInt(hex, 16)) : (simple[c] ?? c),
+  );
+}
+
+function text(result: unknown): string {
+  return (result as { content: Array<{ text: string }> }).content.map((c) => c.text).join('\n');
+}
+
+describe('secrets are redacted by meaning, not by bytes', () => {
+  it('the oracle finds every form the fixtures write (control)', () => {
+    const enc = (t: string) => Buffer.from(t).toString('base64');
+    expect(recovered(`x ${enc(`alice:${SECRET}`)} y`, SECRET)).not.toEqual([]);
+    expect(recovered(`"k":${JSON.stringify(SECRET).replace('ä', '\\u00e4')}`, SECRET)).not.toEqual([]);
+    expect(recovered(`?k=${encodeURIComponent(SECRET)}`, SECRET)).not.toEqual([]);
+    expect(recovered('nothing here', SECRET)).toEqual([]);
+  });
+
+  it('Go/Gson escapes, percent-encoding and base64 of user:secret, Bearer secret and KEY=secret reach neither the trace nor stderr', async () => {
+    const trace = join(dir, 'forms.jsonl');
+    const c = await connect(
+      ['--backend', 'none', '--env', 'LEAKED_SECRET', '--trace', trace, '--', process.execPath, LEAKY],
+      { LEAKED_SECRET: SECRET },
+    );
+    const results: Record<string, string> = {};
+    try {
+      for (const name of ['go', 'percent', 'basic', 'bearer', 'keyvalue']) {
+        results[name] = text(await c.client.callTool({ name, arguments: {} }));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      await c.client.close();
+    }
+    // The client asked for it: it gets every form, unredacted.
+    expect(results.go).toBe(SECRET);
+    expect(results.percent).toContain('key=p%c3%a4+ss');
+    for (const name of ['basic', 'bearer', 'keyvalue'])
+      expect(recovered(results[name] ?? '', SECRET)).not.toEqual([]);
+    const written = readFileSync(trace, 'utf8');
+    expect(written).toContain('[REDACTED]');
+    expect(recovered(written, SECRET)).toEqual([]);
+    expect(c.stderr()).toContain('leaky: ');
+    expect(c.stderr()).toContain('[REDACTED]');
+    expect(recovered(c.stderr(), SECRET)).toEqual([]);
+  }, 60_000);
+
+  it("Python's \\u escapes (non-ASCII and surrogate pairs) reach neither the trace nor stderr", async () => {
+    const trace = join(dir, 'python.jsonl');
+    const c = await connect(
+      ['--backend', 'none', '--env', 'LEAKED_SECRET', '--trace', trace, '--', 'python3', LEAKY_PY],
+      { LEAKED_SECRET: SECRET },
+    );
+    let result = '';
+    try {
+      result = text(await c.client.callTool({ name: 'leak', arguments: {} }));
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      await c.client.close();
+    }
+    expect(result).toBe(`the secret is ${SECRET}`);
+    const written = readFileSync(trace, 'utf8');
+    expect(written).toContain('the secret is [REDACTED]');
+    expect(recovered(written, SECRET)).toEqual([]);
+    expect(c.stderr()).toContain('config {"api_key": "[REDACTED]"}');
+    expect(recovered(c.stderr(), SECRET)).toEqual([]);
+  }, 60_000);
+});
+
+describe('serve: the bearer token is a secret like any other', () => {
+  it('sent inside a client message, it reaches neither the trace nor stderr', async () => {
+    const trace = join(dir, 'serve.jsonl');
+    const served = await startServe(['--mount', `${REPO}:ro`, '--trace', trace], ['node', TINY]);
+    try {
+      const client = new Client({ name: 'token-leaker', version: '1.0.0' }, { capabilities: {} });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(served.url), {
+          requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+        }),
+      );
+      const basic = Buffer.from(`me:${TOKEN}`).toString('base64');
+      const result = await client.callTool({
+        name: 'greet',
+        arguments: {
+          note: `my token is ${TOKEN}`,
+          header: `Basic ${basic}`,
+          url: `?t=${encodeURIComponent(TOKEN)}`,
+        },
+      });
+      expect(text(result)).toBe('called greet');
+      await client.close();
+    } finally {
+      await served.stop();
+    }
+    const written = readFileSync(trace, 'utf8');
+    expect(written).toContain('"tools/call"');
+    expect(recovered(written, TOKEN)).toEqual([]);
+    expect(recovered(served.stderr(), TOKEN)).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,165 @@
+/**
+ * The secrets a process knows, and their redaction from everything it writes (the trace, stderr):
+ * found by what a line means, not by its bytes. See the README's "Secrets and redaction".
+ */
+import { decode, mapBack, percentDecode, unescapeJson } from './decoded-views.js';
+
+export const REDACTED = '[REDACTED]';
+
+/** Shorter values would match everywhere in a trace; they are not treated as secrets. */
+export const MIN_REDACTED_LENGTH = 4;
+/**
+ * Base64 forms are searched from this many UTF-8 bytes on. A shorter value's base64 at an odd
+ * alignment is 4 or 5 characters, which any long base64 blob (an image in a tool result) contains
+ * by chance; from 6 bytes on each needle is at least 7 characters (42 bits).
+ */
+export const MIN_ENCODED_REDACTED_BYTES = 6;
+/** Layers of JSON escaping undone (JSON text inside a JSON string inside a JSON line). */
+const MAX_UNESCAPE_DEPTH = 3;
+
+export type Redactor = (text: string) => string;
+
+/** What to look for in one kind of view: as written, and as the percent view writes `+`. */
+interface Needles {
+  readonly plain: readonly string[];
+  readonly plus: readonly string[];
+  /** Some needle holds a space or a `+`: a line with `+` and no `%` needs the percent view. */
+  readonly plusMatters: boolean;
+}
+
+/**
+ * The base64 (and base64url) of `bytes` at each of the three alignments it can have inside a
+ * longer value (`user:secret`, `Bearer secret`, `KEY=secret`, any framing): only the characters
+ * that depend on the secret's bytes alone.
+ */
+export function base64Needles(bytes: Buffer): string[] {
+  const out = new Set<string>();
+  for (let k = 0; k < 3; k++) {
+    const encoded = Buffer.concat([Buffer.alloc(k), bytes]).toString('base64');
+    const text = encoded.slice(Math.ceil((8 * k) / 6), Math.floor((8 * (k + bytes.length)) / 6));
+    out.add(text);
+    out.add(text.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return [...out];
+}
+
+/**
+ * A set of secret values that other code adds to (env values, a bearer token, stand-ins' real
+ * values); `redact` replaces each of them, in every form listed in the README, with [REDACTED].
+ * Add secrets before the sessions that could print them start: a relay that began with an empty
+ * set and no trace passes output through unframed.
+ */
+export class SecretSet {
+  readonly #values = new Set<string>();
+  #needles: Needles | undefined;
+
+  constructor(values: Iterable<string> = []) {
+    for (const value of values) this.add(value);
+  }
+
+  /** Adds a secret; false (and nothing added) when it is shorter than MIN_REDACTED_LENGTH. */
+  add(value: string): boolean {
+    if (value.length < MIN_REDACTED_LENGTH) return false;
+    if (!this.#values.has(value)) {
+      this.#values.add(value);
+      this.#needles = undefined;
+    }
+    return true;
+  }
+
+  get size(): number {
+    return this.#values.size;
+  }
+
+  /** The values, for a component that takes a plain list. */
+  values(): string[] {
+    return [...this.#values];
+  }
+
+  /** Replaces every secret in `text`, in each form it is searched in. Linear in the text's length. */
+  readonly redact: Redactor = (text) => {
+    if (this.#values.size === 0 || text.length === 0) return text;
+    this.#needles ??= this.#build();
+    const needles = this.#needles;
+    const spans: Array<[number, number]> = [];
+    let level = text;
+    const chain: string[] = [];
+    for (let depth = 0; ; depth++) {
+      spans.push(...this.#inLevel(level, chain, needles));
+      if (depth === MAX_UNESCAPE_DEPTH || !level.includes('\\')) break;
+      const next = decode(unescapeJson, level);
+      if (next === level) break;
+      chain.push(level);
+      level = next;
+    }
+    return spans.length === 0 ? text : replaceSpans(text, spans);
+  };
+
+  /** Matches in one level of JSON unescaping and in its percent-decoded view, as spans of the line. */
+  #inLevel(level: string, chain: readonly string[], needles: Needles): Array<[number, number]> {
+    let spans = find(level, needles.plain);
+    if (level.includes('%') || (needles.plusMatters && level.includes('+'))) {
+      const decoded = decode(percentDecode, level);
+      const found = find(decoded, needles.plus);
+      if (found.length > 0) spans.push(...mapBack(percentDecode, level, found));
+    }
+    for (let k = chain.length - 1; k >= 0 && spans.length > 0; k--) {
+      spans = mapBack(unescapeJson, chain[k] as string, sortSpans(spans));
+    }
+    return spans;
+  }
+
+  #build(): Needles {
+    const plain = new Set<string>();
+    for (const value of this.#values) {
+      plain.add(value);
+      const bytes = Buffer.from(value);
+      if (bytes.length >= MIN_ENCODED_REDACTED_BYTES) for (const n of base64Needles(bytes)) plain.add(n);
+    }
+    const list = [...plain];
+    return {
+      plain: list,
+      plus: [...new Set(list.map((n) => n.replace(/\+/g, ' ')))],
+      plusMatters: list.some((n) => /[ +]/.test(n)),
+    };
+  }
+}
+
+/** Every occurrence of each needle, left to right without overlap (an overlap is inside a match). */
+function find(text: string, needles: readonly string[]): Array<[number, number]> {
+  const spans: Array<[number, number]> = [];
+  for (const needle of needles) {
+    for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) {
+      spans.push([at, at + needle.length]);
+    }
+  }
+  return sortSpans(spans);
+}
+
+function sortSpans(spans: Array<[number, number]>): Array<[number, number]> {
+  return spans.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+}
+
+/** Overlapping and touching spans become one [REDACTED]. */
+function replaceSpans(text: string, spans: Array<[number, number]>): string {
+  sortSpans(spans);
+  const parts: string[] = [];
+  let kept = 0;
+  let i = 0;
+  while (i < spans.length) {
+    let [start, end] = spans[i] as [number, number];
+    for (i++; i < spans.length && (spans[i] as [number, number])[0] <= end; i++) {
+      end = Math.max(end, (spans[i] as [number, number])[1]);
+    }
+    start = Math.max(start, kept);
+    parts.push(text.slice(kept, start), REDACTED);
+    kept = end;
+  }
+  parts.push(text.slice(kept));
+  return parts.join('');
+}
+
+/** A redactor over a fixed list, or over a shared set (which later additions reach). */
+export function createRedactor(secrets: readonly string[] | SecretSet): Redactor {
+  return (secrets instanceof SecretSet ? secrets : new SecretSet(secrets)).redact;
+}
