@@ -1,23 +1,26 @@
+import { endianness } from 'node:os';
+
 /**
  * Decoded views of a line, for redaction: the text as a reader of the line would understand it,
  * with a way back to the spans of the original text. A view is built by one linear scan, and
  * mapped back by the same scan, so neither keeps a per-character table (lines can be 64 MiB).
  */
 
-/** One step of a scan: `out` replaces `src[start, end)`; `null` means the text is kept as it is. */
-type Emit = (out: string | null, start: number, end: number) => void;
+/**
+ * One step of a scan: the code point `cp` replaces `src[start, end)`; -1 means the text is kept as
+ * it is. An escape always decodes to one code point, so no step allocates.
+ */
+type Emit = (cp: number, start: number, end: number) => void;
 type Scan = (src: string, emit: Emit) => void;
 
-const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
-  '"': '"',
-  '\\': '\\',
-  '/': '/',
-  b: '\b',
-  f: '\f',
-  n: '\n',
-  r: '\r',
-  t: '\t',
-};
+const LITTLE_ENDIAN = endianness() === 'LE';
+const PERCENT = 0x25;
+const PLUS = 0x2b;
+const SPACE = 0x20;
+/** The letters after a backslash that JSON defines, and what they stand for. */
+const SIMPLE_ESCAPES = new Map<number, number>(
+  [...'"\\/bfnrt'].map((c, k) => [c.charCodeAt(0), '"\\/\b\f\n\r\t'.charCodeAt(k)]),
+);
 
 function hexAt(src: string, at: number, digits: number): number {
   let value = 0;
@@ -40,40 +43,43 @@ export const unescapeJson: Scan = (src, emit) => {
   while (i < src.length) {
     let j = src.indexOf('\\', i);
     if (j === -1) j = src.length;
-    if (j > i) emit(null, i, j);
+    if (j > i) emit(-1, i, j);
     if (j >= src.length) return;
-    const c = src[j + 1] ?? '';
-    const unit = c === 'u' ? hexAt(src, j + 2, 4) : -1;
+    const c = src.charCodeAt(j + 1);
+    const unit = c === 0x75 ? hexAt(src, j + 2, 4) : -1;
+    const simple = SIMPLE_ESCAPES.get(c);
     if (unit >= 0) {
-      emit(String.fromCharCode(unit), j, j + 6);
+      emit(unit, j, j + 6);
       i = j + 6;
-    } else if (c in SIMPLE_ESCAPES) {
-      emit(SIMPLE_ESCAPES[c] as string, j, j + 2);
+    } else if (simple !== undefined) {
+      emit(simple, j, j + 2);
       i = j + 2;
     } else {
-      emit(null, j, j + 1);
+      emit(-1, j, j + 1);
       i = j + 1;
     }
   }
 };
 
-/** The UTF-8 sequence of `%XX` escapes at `at`, as a code point and its end; undefined if invalid. */
-function percentCodePoint(src: string, at: number): { cp: number; end: number } | undefined {
-  const byte = (k: number) => (src[at + 3 * k] === '%' ? hexAt(src, at + 3 * k + 1, 2) : -1);
+/**
+ * The UTF-8 sequence of `%XX` escapes at `at`, as `codePoint * 8 + bytes`, or -1 if it is not one
+ * (overlong forms, surrogates and stray continuation bytes are not).
+ */
+function percentCodePoint(src: string, at: number): number {
+  const byte = (k: number) => (src.charCodeAt(at + 3 * k) === PERCENT ? hexAt(src, at + 3 * k + 1, 2) : -1);
   const b0 = byte(0);
-  if (b0 < 0) return undefined;
-  if (b0 < 0x80) return { cp: b0, end: at + 3 };
+  if (b0 < 0x80) return b0 < 0 ? -1 : b0 * 8 + 1;
   const n = b0 >= 0xc2 && b0 <= 0xdf ? 1 : b0 >= 0xe0 && b0 <= 0xef ? 2 : b0 >= 0xf0 && b0 <= 0xf4 ? 3 : 0;
-  if (n === 0) return undefined;
+  if (n === 0) return -1;
   let cp = b0 & (0x3f >> n);
   for (let k = 1; k <= n; k++) {
     const b = byte(k);
-    if (b < 0x80 || b > 0xbf) return undefined;
+    if (b < 0x80 || b > 0xbf) return -1;
     cp = (cp << 6) | (b & 0x3f);
   }
-  const min = [0, 0x80, 0x800, 0x10000][n] as number;
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return undefined;
-  return { cp, end: at + 3 * (n + 1) };
+  const min = n === 1 ? 0x80 : n === 2 ? 0x800 : 0x10000;
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return -1;
+  return cp * 8 + n + 1;
 }
 
 /**
@@ -82,68 +88,66 @@ function percentCodePoint(src: string, at: number): { cp: number; end: number } 
  * same way, so a `+` that meant itself and one that meant a space both match.
  */
 export const percentDecode: Scan = (src, emit) => {
-  const trigger = /[%+]/g;
+  let kept = 0;
   let i = 0;
   while (i < src.length) {
-    trigger.lastIndex = i;
-    const j = trigger.exec(src)?.index ?? src.length;
-    if (j > i) emit(null, i, j);
-    if (j >= src.length) return;
-    if (src[j] === '+') {
-      emit(' ', j, j + 1);
-      i = j + 1;
+    const c = src.charCodeAt(i);
+    if (c !== PERCENT && c !== PLUS) {
+      i++;
       continue;
     }
-    const decoded = percentCodePoint(src, j);
-    if (decoded) {
-      emit(decoded.cp === 0x2b ? ' ' : String.fromCodePoint(decoded.cp), j, decoded.end);
-      i = decoded.end;
-    } else {
-      emit(null, j, j + 1);
-      i = j + 1;
+    const decoded = c === PLUS ? SPACE * 8 + 0 : percentCodePoint(src, i);
+    if (decoded < 0) {
+      i++;
+      continue;
     }
+    if (i > kept) emit(-1, kept, i);
+    const cp = decoded >> 3;
+    const end = c === PLUS ? i + 1 : i + 3 * (decoded & 7);
+    emit(cp === PLUS ? SPACE : cp, i, end);
+    kept = i = end;
   }
+  if (src.length > kept) emit(-1, kept, src.length);
 };
 
+/** The view: never longer than its source (every escape is at least as long as what it means). */
 export function decode(scan: Scan, src: string): string {
+  const out = new Uint16Array(src.length);
+  let n = 0;
+  scan(src, (cp, start, end) => {
+    if (cp < 0) for (let k = start; k < end; k++) out[n++] = src.charCodeAt(k);
+    else if (cp < 0x10000) out[n++] = cp;
+    else {
+      out[n++] = 0xd800 + ((cp - 0x10000) >> 10);
+      out[n++] = 0xdc00 + ((cp - 0x10000) & 0x3ff);
+    }
+  });
+  // UTF-16LE is the array's own layout here (lone surrogates survive); elsewhere, a slower way.
+  if (LITTLE_ENDIAN) return Buffer.from(out.buffer, 0, n * 2).toString('utf16le');
   const parts: string[] = [];
-  scan(src, (out, start, end) => parts.push(out ?? src.slice(start, end)));
+  for (let k = 0; k < n; k += 8192) {
+    parts.push(String.fromCharCode.apply(null, Array.from(out.subarray(k, Math.min(n, k + 8192)))));
+  }
   return parts.join('');
 }
 
 /**
- * Maps spans of `decode(scan, src)` back to spans of `src`, in one scan. A span edge inside one
- * decoded escape (half of a surrogate pair) widens to the whole escape. `spans` is sorted by start.
+ * Maps spans of `decode(scan, src)` back to spans of `src`, in one scan. `edges` is a flat list
+ * (start, end, start, end...), sorted, of disjoint spans. A span edge inside one decoded escape
+ * (half of a surrogate pair) widens to the whole escape.
  */
-export function mapBack(
-  scan: Scan,
-  src: string,
-  spans: ReadonlyArray<readonly [number, number]>,
-): Array<[number, number]> {
-  // Every edge, in view order, with the direction it rounds; resolved as the scan passes it.
-  const edges = spans.flatMap(([s, e], k) => [
-    { at: s, up: false, k, start: true },
-    { at: e, up: true, k, start: false },
-  ]);
-  edges.sort((a, b) => a.at - b.at);
-  const out: Array<[number, number]> = spans.map(() => [0, 0]);
+export function mapBack(scan: Scan, src: string, edges: readonly number[]): number[] {
+  const out = new Array<number>(edges.length);
   let next = 0;
   let view = 0;
-  const settle = (srcAt: number) => {
-    const edge = edges[next] as (typeof edges)[number];
-    (out[edge.k] as [number, number])[edge.start ? 0 : 1] = srcAt;
-    next++;
-  };
-  scan(src, (text, start, end) => {
-    const length = text === null ? end - start : text.length;
-    while (next < edges.length && (edges[next]?.at as number) < view + length) {
-      const edge = edges[next] as (typeof edges)[number];
-      if (edge.at === view) settle(start);
-      else if (text === null) settle(start + (edge.at - view));
-      else settle(edge.up ? end : start);
+  scan(src, (cp, start, end) => {
+    const length = cp < 0 ? end - start : cp < 0x10000 ? 1 : 2;
+    for (; next < edges.length && (edges[next] as number) < view + length; next++) {
+      const at = edges[next] as number;
+      out[next] = at === view ? start : cp < 0 ? start + (at - view) : next % 2 === 0 ? start : end;
     }
     view += length;
   });
-  while (next < edges.length) settle(src.length);
+  for (; next < edges.length; next++) out[next] = src.length;
   return out;
 }

@@ -23,7 +23,7 @@ export type Redactor = (text: string) => string;
 interface Needles {
   readonly plain: readonly string[];
   readonly plus: readonly string[];
-  /** Some needle holds a space or a `+`: a line with `+` and no `%` needs the percent view. */
+  /** Some secret holds a space: a line with `+` and no `%` needs the percent view. */
   readonly plusMatters: boolean;
 }
 
@@ -81,11 +81,11 @@ export class SecretSet {
     if (this.#values.size === 0 || text.length === 0) return text;
     this.#needles ??= this.#build();
     const needles = this.#needles;
-    const spans: Array<[number, number]> = [];
+    let spans: Spans = [];
     let level = text;
     const chain: string[] = [];
     for (let depth = 0; ; depth++) {
-      spans.push(...this.#inLevel(level, chain, needles));
+      spans = union(spans, this.#inLevel(level, chain, needles));
       if (depth === MAX_UNESCAPE_DEPTH || !level.includes('\\')) break;
       const next = decode(unescapeJson, level);
       if (next === level) break;
@@ -96,15 +96,15 @@ export class SecretSet {
   };
 
   /** Matches in one level of JSON unescaping and in its percent-decoded view, as spans of the line. */
-  #inLevel(level: string, chain: readonly string[], needles: Needles): Array<[number, number]> {
+  #inLevel(level: string, chain: readonly string[], needles: Needles): Spans {
     let spans = find(level, needles.plain);
     if (level.includes('%') || (needles.plusMatters && level.includes('+'))) {
-      const decoded = decode(percentDecode, level);
-      const found = find(decoded, needles.plus);
-      if (found.length > 0) spans.push(...mapBack(percentDecode, level, found));
+      const found = find(decode(percentDecode, level), needles.plus);
+      if (found.length > 0) spans = union(spans, mapBack(percentDecode, level, found));
     }
     for (let k = chain.length - 1; k >= 0 && spans.length > 0; k--) {
-      spans = mapBack(unescapeJson, chain[k] as string, sortSpans(spans));
+      // Mapped spans stay sorted; widened ones may now touch, so they are joined again.
+      spans = union(mapBack(unescapeJson, chain[k] as string, spans), []);
     }
     return spans;
   }
@@ -120,40 +120,51 @@ export class SecretSet {
     return {
       plain: list,
       plus: [...new Set(list.map((n) => n.replace(/\+/g, ' ')))],
-      plusMatters: list.some((n) => /[ +]/.test(n)),
+      plusMatters: [...this.#values].some((v) => v.includes(' ')),
     };
   }
 }
 
+/** Spans of a text as a flat list (start, end, start, end...), sorted and disjoint. */
+type Spans = number[];
+
 /** Every occurrence of each needle, left to right without overlap (an overlap is inside a match). */
-function find(text: string, needles: readonly string[]): Array<[number, number]> {
-  const spans: Array<[number, number]> = [];
+function find(text: string, needles: readonly string[]): Spans {
+  let spans: Spans = [];
   for (const needle of needles) {
+    const found: Spans = [];
     for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) {
-      spans.push([at, at + needle.length]);
+      found.push(at, at + needle.length);
     }
+    if (found.length > 0) spans = union(spans, found);
   }
-  return sortSpans(spans);
+  return spans;
 }
 
-function sortSpans(spans: Array<[number, number]>): Array<[number, number]> {
-  return spans.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+/** Two sorted span lists as one, overlapping and touching spans joined. Linear. */
+function union(a: Spans, b: Spans): Spans {
+  const out: Spans = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    const fromA = j >= b.length || (i < a.length && (a[i] as number) <= (b[j] as number));
+    const start = (fromA ? a[i] : b[j]) as number;
+    const end = (fromA ? a[i + 1] : b[j + 1]) as number;
+    if (fromA) i += 2;
+    else j += 2;
+    const last = out.length - 1;
+    if (last > 0 && start <= (out[last] as number)) out[last] = Math.max(out[last] as number, end);
+    else out.push(start, end);
+  }
+  return out;
 }
 
-/** Overlapping and touching spans become one [REDACTED]. */
-function replaceSpans(text: string, spans: Array<[number, number]>): string {
-  sortSpans(spans);
+function replaceSpans(text: string, spans: Spans): string {
   const parts: string[] = [];
   let kept = 0;
-  let i = 0;
-  while (i < spans.length) {
-    let [start, end] = spans[i] as [number, number];
-    for (i++; i < spans.length && (spans[i] as [number, number])[0] <= end; i++) {
-      end = Math.max(end, (spans[i] as [number, number])[1]);
-    }
-    start = Math.max(start, kept);
-    parts.push(text.slice(kept, start), REDACTED);
-    kept = end;
+  for (let k = 0; k < spans.length; k += 2) {
+    parts.push(text.slice(kept, spans[k]), REDACTED);
+    kept = spans[k + 1] as number;
   }
   parts.push(text.slice(kept));
   return parts.join('');
