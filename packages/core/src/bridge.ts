@@ -25,7 +25,7 @@ import {
   type MessageInfo,
 } from './jsonrpc.js';
 import { redactLogger } from './logger.js';
-import { createRedactor, type Redactor, SecretSet } from './secrets.js';
+import { asSecretSet, type Redactor, type SecretSet } from './secrets.js';
 import { errorCode, errorMessage, printable, sessionExitCode, unavailableMessage } from './session-end.js';
 import { relayStderr, writeStream } from './stderr-relay.js';
 import { ControlEscaper, escapeControls } from './terminal.js';
@@ -59,6 +59,7 @@ class Bridge {
   readonly #o: BridgeOptions;
   readonly #timing: ShutdownTiming;
   readonly #maxLineBytes: number;
+  readonly #secrets: SecretSet;
   readonly #redact: Redactor;
   readonly #trace: TraceSink | undefined;
   readonly #abort = new AbortController();
@@ -83,7 +84,8 @@ class Bridge {
   #ttl: NodeJS.Timeout;
 
   constructor(options: BridgeOptions) {
-    this.#redact = createRedactor(options.secrets ?? []);
+    this.#secrets = asSecretSet(options.secrets ?? []);
+    this.#redact = this.#secrets.redact;
     // What the bridge logs quotes the server (tool names, errors): redacted like its stderr.
     this.#o = { ...options, logger: redactLogger(options.logger, this.#redact) };
     this.#timing = { ...DEFAULT_SHUTDOWN_TIMING, ...options.timing };
@@ -364,7 +366,8 @@ class Bridge {
       logger: this.#o.logger,
       trace: this.#trace,
       redact: this.#redact,
-      plain: !this.#trace && secretCount(this.#o.secrets) === 0,
+      redactHead: this.#secrets.redactCut,
+      plain: !this.#trace && this.#secrets.size === 0,
       hints,
     });
   }
@@ -507,8 +510,4 @@ class Bridge {
     })();
     return this.#sandboxClosed;
   }
-}
-
-function secretCount(secrets: readonly string[] | SecretSet | undefined): number {
-  return secrets instanceof SecretSet ? secrets.size : (secrets?.length ?? 0);
 }

@@ -86,4 +86,32 @@ describe('SecretSet', () => {
       expect(set.redact(text)).toBe(text);
     }
   });
+
+  it('a cut text loses the tail where a cut secret could start', () => {
+    const set = new SecretSet(['secret-value-123']);
+    const head = `${'x'.repeat(1000)} secret-val`;
+    const out = set.redactCut(head);
+    expect(out).not.toContain('secret-val');
+    expect(out.length).toBeGreaterThan(500);
+    expect(new SecretSet().redactCut(head)).toBe(head);
+  });
+
+  it('hostile 8 MiB lines (escapes of escapes, backslashes, near misses, 200k matches) come back redacted in one pass', () => {
+    const MiB = 1024 * 1024;
+    const set = new SecretSet([SECRET, `${'a'.repeat(40)}b`]);
+    const escaped = JSON.stringify(SECRET).slice(1, -1).replace('ä', '\\u00e4');
+    const lines = {
+      nested: '\\\\\\\\u0061'.repeat(MiB / 2),
+      backslashes: '\\'.repeat(8 * MiB),
+      percent: '%c3%a4+'.repeat(MiB),
+      nearMiss: 'a'.repeat(8 * MiB),
+      matches: `${escaped} `.repeat((8 * MiB) / 40),
+    };
+    for (const [name, line] of Object.entries(lines)) {
+      const out = set.redact(line);
+      if (name === 'matches') {
+        expect(out).toBe(`${REDACTED} `.repeat((8 * MiB) / 40));
+      } else expect(out, name).toBe(line);
+    }
+  }, 60_000);
 });

@@ -95,6 +95,19 @@ export class SecretSet {
     return spans.length === 0 ? text : replaceSpans(text, spans);
   };
 
+  /**
+   * For text cut short at an arbitrary point (the head of an oversize line): redacts, then drops
+   * the tail that could hold the start of a secret's form (12 characters for each character of the
+   * longest form: the most an escape spells one with).
+   */
+  readonly redactCut: Redactor = (text) => {
+    if (this.#values.size === 0) return text;
+    this.#needles ??= this.#build();
+    const longest = Math.max(...this.#needles.plain.map((n) => n.length));
+    const kept = text.slice(0, Math.max(0, text.length - 12 * longest));
+    return this.redact(kept);
+  };
+
   /** Matches in one level of JSON unescaping and in its percent-decoded view, as spans of the line. */
   #inLevel(level: string, chain: readonly string[], needles: Needles): Spans {
     let spans = find(level, needles.plain);
@@ -172,5 +185,9 @@ function replaceSpans(text: string, spans: Spans): string {
 
 /** A redactor over a fixed list, or over a shared set (which later additions reach). */
 export function createRedactor(secrets: readonly string[] | SecretSet): Redactor {
-  return (secrets instanceof SecretSet ? secrets : new SecretSet(secrets)).redact;
+  return asSecretSet(secrets).redact;
+}
+
+export function asSecretSet(secrets: readonly string[] | SecretSet): SecretSet {
+  return secrets instanceof SecretSet ? secrets : new SecretSet(secrets);
 }

@@ -12,6 +12,8 @@ export interface StderrRelayOptions {
   readonly logger: Logger;
   readonly trace: TraceSink | undefined;
   readonly redact: Redactor;
+  /** For the head of an oversize line, which may end inside a secret (default: `redact`). */
+  readonly redactHead?: Redactor;
   /** No trace and no secret to redact: chunks pass as they come, escaped, without framing. */
   readonly plain: boolean;
   /** The server's own stderr only: each chunk or line is shown to the hints after it went out. */
@@ -27,6 +29,7 @@ export async function relayStderr(
   options: StderrRelayOptions,
 ): Promise<void> {
   const { out, trace, redact, hints } = options;
+  const redactHead = options.redactHead ?? redact;
   try {
     if (options.plain) {
       const escaper = new ControlEscaper();
@@ -43,7 +46,7 @@ export async function relayStderr(
     const lines: string[] = [];
     const handler: FrameHandler = {
       line: (line) => lines.push(redact(line.toString())),
-      oversize: (head, size) => lines.push(`${redact(head.toString())}… [${size} bytes]\n`),
+      oversize: (head, size) => lines.push(`${redactHead(head.toString())}… [${size} bytes]\n`),
     };
     const flush = async () => {
       for (const line of lines) {
