@@ -1,5 +1,3 @@
-import { endianness } from 'node:os';
-
 /**
  * Decoded views of a line, for redaction: the text as a reader of the line would understand it,
  * with a way back to the spans of the original text. A view is built by one linear scan, and
@@ -13,7 +11,6 @@ import { endianness } from 'node:os';
 type Emit = (cp: number, start: number, end: number) => void;
 type Scan = (src: string, emit: Emit) => void;
 
-const LITTLE_ENDIAN = endianness() === 'LE';
 const PERCENT = 0x25;
 const PLUS = 0x2b;
 const SPACE = 0x20;
@@ -89,45 +86,77 @@ function percentCodePoint(src: string, at: number): number {
  */
 export const percentDecode: Scan = (src, emit) => {
   let kept = 0;
-  let i = 0;
-  while (i < src.length) {
-    const c = src.charCodeAt(i);
-    if (c !== PERCENT && c !== PLUS) {
-      i++;
-      continue;
-    }
-    const decoded = c === PLUS ? SPACE * 8 + 0 : percentCodePoint(src, i);
+  let nextPercent = src.indexOf('%');
+  let nextPlus = src.indexOf('+');
+  for (;;) {
+    if (nextPercent === -1 && nextPlus === -1) break;
+    const plus = nextPercent === -1 || (nextPlus !== -1 && nextPlus < nextPercent);
+    const i = plus ? nextPlus : nextPercent;
+    const decoded = plus ? SPACE * 8 : percentCodePoint(src, i);
     if (decoded < 0) {
-      i++;
+      nextPercent = src.indexOf('%', i + 1);
       continue;
     }
     if (i > kept) emit(-1, kept, i);
     const cp = decoded >> 3;
-    const end = c === PLUS ? i + 1 : i + 3 * (decoded & 7);
+    const end = plus ? i + 1 : i + 3 * (decoded & 7);
     emit(cp === PLUS ? SPACE : cp, i, end);
-    kept = i = end;
+    kept = end;
+    if (nextPercent !== -1 && nextPercent < end) nextPercent = src.indexOf('%', end);
+    if (nextPlus !== -1 && nextPlus < end) nextPlus = src.indexOf('+', end);
   }
   if (src.length > kept) emit(-1, kept, src.length);
 };
 
-/** The view: never longer than its source (every escape is at least as long as what it means). */
-export function decode(scan: Scan, src: string): string {
-  const out = new Uint16Array(src.length);
-  let n = 0;
-  scan(src, (cp, start, end) => {
-    if (cp < 0) for (let k = start; k < end; k++) out[n++] = src.charCodeAt(k);
-    else if (cp < 0x10000) out[n++] = cp;
-    else {
-      out[n++] = 0xd800 + ((cp - 0x10000) >> 10);
-      out[n++] = 0xdc00 + ((cp - 0x10000) & 0x3ff);
+/** Identity runs from this length on are kept as slices of the source rather than copied. */
+const SLICE_FROM = 64;
+const BUFFER_UNITS = 8192;
+
+/** The UTF-16 units that the escapes in `src` decode to: a scan that builds nothing. */
+export function decodedUnits(scan: Scan, src: string): Set<number> {
+  const seen = new Set<number>();
+  scan(src, (cp) => {
+    if (cp < 0x10000) {
+      if (cp >= 0) seen.add(cp);
+    } else {
+      seen.add(0xd800 + ((cp - 0x10000) >> 10));
+      seen.add(0xdc00 + ((cp - 0x10000) & 0x3ff));
     }
   });
-  // UTF-16LE is the array's own layout here (lone surrogates survive); elsewhere, a slower way.
-  if (LITTLE_ENDIAN) return Buffer.from(out.buffer, 0, n * 2).toString('utf16le');
+  return seen;
+}
+
+/**
+ * The view, or the source itself (the same string) when nothing in it decodes. Long runs of kept
+ * text are slices; escapes and short runs go through a small buffer, so an escape-dense line makes
+ * few strings.
+ */
+export function decode(scan: Scan, src: string): string {
   const parts: string[] = [];
-  for (let k = 0; k < n; k += 8192) {
-    parts.push(String.fromCharCode.apply(null, Array.from(out.subarray(k, Math.min(n, k + 8192)))));
-  }
+  const buffer = new Uint16Array(BUFFER_UNITS);
+  let n = 0;
+  let changed = false;
+  const flush = () => {
+    if (n > 0) parts.push(String.fromCharCode.apply(null, buffer.subarray(0, n) as unknown as number[]));
+    n = 0;
+  };
+  scan(src, (cp, start, end) => {
+    if (cp < 0 && end - start >= SLICE_FROM) {
+      flush();
+      parts.push(src.slice(start, end));
+      return;
+    }
+    if (n + Math.max(2, end - start) > BUFFER_UNITS) flush();
+    if (cp < 0) for (let k = start; k < end; k++) buffer[n++] = src.charCodeAt(k);
+    else if (cp < 0x10000) buffer[n++] = cp;
+    else {
+      buffer[n++] = 0xd800 + ((cp - 0x10000) >> 10);
+      buffer[n++] = 0xdc00 + ((cp - 0x10000) & 0x3ff);
+    }
+    if (cp >= 0) changed = true;
+  });
+  if (!changed) return src;
+  flush();
   return parts.join('');
 }
 

@@ -2,7 +2,7 @@
  * The secrets a process knows, and their redaction from everything it writes (the trace, stderr):
  * found by what a line means, not by its bytes. See the README's "Secrets and redaction".
  */
-import { decode, mapBack, percentDecode, unescapeJson } from './decoded-views.js';
+import { decode, decodedUnits, mapBack, percentDecode, unescapeJson } from './decoded-views.js';
 
 export const REDACTED = '[REDACTED]';
 
@@ -16,6 +16,9 @@ export const MIN_REDACTED_LENGTH = 4;
 export const MIN_ENCODED_REDACTED_BYTES = 6;
 /** Layers of JSON escaping undone (JSON text inside a JSON string inside a JSON line). */
 const MAX_UNESCAPE_DEPTH = 3;
+const BACKSLASH = 0x5c;
+const PERCENT = 0x25;
+const PLUS = 0x2b;
 
 export type Redactor = (text: string) => string;
 
@@ -83,14 +86,19 @@ export class SecretSet {
     const needles = this.#needles;
     let spans: Spans = [];
     let level = text;
+    let plain = needles.plain;
     const chain: string[] = [];
     for (let depth = 0; ; depth++) {
-      spans = union(spans, this.#inLevel(level, chain, needles));
+      spans = union(spans, this.#inLevel(level, chain, plain, needles));
       if (depth === MAX_UNESCAPE_DEPTH || !level.includes('\\')) break;
-      const next = decode(unescapeJson, level);
-      if (next === level) break;
+      // A match in the next level that holds no unescaped unit is text of this one, searched
+      // here. The level is still needed when what it unescapes makes new escapes: a backslash
+      // (JSON one level down), a % or a hex digit after one, or a + (percent-decoding).
+      const seen = decodedUnits(unescapeJson, level);
+      plain = holding(needles.plain, seen);
+      if (plain.length === 0 && !makesEscapes(seen, level)) break;
       chain.push(level);
-      level = next;
+      level = decode(unescapeJson, level);
     }
     return spans.length === 0 ? text : replaceSpans(text, spans);
   };
@@ -109,10 +117,11 @@ export class SecretSet {
   };
 
   /** Matches in one level of JSON unescaping and in its percent-decoded view, as spans of the line. */
-  #inLevel(level: string, chain: readonly string[], needles: Needles): Spans {
-    let spans = find(level, needles.plain);
+  #inLevel(level: string, chain: readonly string[], plain: readonly string[], needles: Needles): Spans {
+    let spans = find(level, plain);
     if (level.includes('%') || (needles.plusMatters && level.includes('+'))) {
-      const found = find(decode(percentDecode, level), needles.plus);
+      const wanted = holding(needles.plus, decodedUnits(percentDecode, level));
+      const found = wanted.length === 0 ? [] : find(decode(percentDecode, level), wanted);
       if (found.length > 0) spans = union(spans, mapBack(percentDecode, level, found));
     }
     for (let k = chain.length - 1; k >= 0 && spans.length > 0; k--) {
@@ -136,6 +145,22 @@ export class SecretSet {
       plusMatters: [...this.#values].some((v) => v.includes(' ')),
     };
   }
+}
+
+function makesEscapes(units: ReadonlySet<number>, level: string): boolean {
+  if (units.has(BACKSLASH) || units.has(PERCENT) || units.has(PLUS)) return true;
+  if (!level.includes('%')) return false;
+  for (const u of units)
+    if ((u >= 48 && u <= 57) || (u >= 65 && u <= 70) || (u >= 97 && u <= 102)) return true;
+  return false;
+}
+
+/** The needles that hold at least one of the `units`. */
+function holding(needles: readonly string[], units: ReadonlySet<number>): string[] {
+  return needles.filter((needle) => {
+    for (let k = 0; k < needle.length; k++) if (units.has(needle.charCodeAt(k))) return true;
+    return false;
+  });
 }
 
 /** Spans of a text as a flat list (start, end, start, end...), sorted and disjoint. */
