@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect } from './helpers.js';
+import { connect, spawnBin } from './helpers.js';
 import { startServe, TOKEN } from './serve-helpers.js';
 
 // Secrets leaked by a hostile or careless server the ways real libraries encode them, through the
@@ -119,6 +119,22 @@ describe('secrets are redacted by meaning, not by bytes', () => {
     expect(recovered(written, SECRET)).toEqual([]);
     expect(c.stderr()).toContain('config {"api_key": "[REDACTED]"}');
     expect(recovered(c.stderr(), SECRET)).toEqual([]);
+  }, 60_000);
+});
+
+describe('a secret too short to redact', () => {
+  it('is named (never shown) in a warning, and the session runs', async () => {
+    const run = spawnBin(
+      ['run', '--backend', 'none', '--env', 'API_KEY=q7z', '--env', 'DEBUG=1', '--', process.execPath, TINY],
+      { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' },
+    );
+    run.child.stdin.end();
+    const { code, stderr } = await run.result;
+    expect(code).toBe(0);
+    expect(stderr).toMatch(/warning: API_KEY: value shorter than 4 characters, so it is not redacted/);
+    // A value that does not look like a credential is not warned about; neither value is shown.
+    expect(stderr).not.toContain('DEBUG');
+    expect(stderr).not.toContain('q7z');
   }, 60_000);
 });
 
