@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_LINE_BYTES,
   type Logger,
   openTraceFile,
+  redactLogger,
   type StopSignal,
   type TraceSink,
   UsageError,
@@ -50,7 +51,7 @@ export async function serveAction(
   backendGiven: boolean,
 ): Promise<number> {
   const { io } = options;
-  const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  let logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
   const net = new SafetyNet(io.faults, logger);
   let trace: TraceSink | undefined;
   try {
@@ -63,6 +64,8 @@ export async function serveAction(
     const plan = await net.guard(planRun(flags, options, logger, backendGiven));
     // The bearer token is a secret like the --env values: a client may send it inside a message.
     plan.secrets.add(token.value);
+    // From here on every message may quote a client or a server (an error quoting a body).
+    logger = redactLogger(logger, plan.secrets.redact);
     if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.secrets });
     announce(plan, logger);
     const secrets = plan.secrets.values();
