@@ -15,6 +15,7 @@ import {
   MIN_REDACTED_LENGTH,
   openTraceFile,
   parseDuration,
+  redactLogger,
   resolveEnvAllowlist,
   type SandboxBackend,
   type SandboxSpec,
@@ -365,11 +366,13 @@ async function runAction(
   backendGiven: boolean,
 ): Promise<number> {
   const { io } = options;
-  const logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
+  let logger = createStderrLogger({ stream: io.stderr, quiet: flags.quiet ?? false });
   const net = new SafetyNet(io.faults, logger);
   let trace: TraceSink | undefined;
   try {
     const plan = await net.guard(planRun(flags, options, logger, backendGiven));
+    // From here on a message may quote the server (an error it caused): secrets redacted.
+    logger = redactLogger(logger, plan.secrets.redact);
     if (flags.trace) trace = openTraceFile(resolve(io.cwd, flags.trace), { secrets: plan.secrets });
     announce(plan, logger);
     const session = startBridge({
