@@ -328,9 +328,9 @@ ${backendList}
 
 Examples:
   mcp-sandbox run -- npx -y @modelcontextprotocol/server-everything
-  mcp-sandbox run --env GITHUB_TOKEN --trace session.jsonl -- npx -y @modelcontextprotocol/server-github
+  mcp-sandbox run --env GITHUB_PERSONAL_ACCESS_TOKEN --allow-net api.github.com --trace session.jsonl -- npx -y @modelcontextprotocol/server-github
   mcp-sandbox run --backend none --ttl 10m -- node ./my-server.js
-  claude mcp add everything -- npx -y mcp-sandbox run -- npx -y @modelcontextprotocol/server-everything
+  claude mcp add everything -- mcp-sandbox run -- npx -y @modelcontextprotocol/server-everything
 
 stdout carries only the protocol; everything else goes to stderr.
 Exit codes: the server's own; 128+N if it died from signal N; 2 usage error;
