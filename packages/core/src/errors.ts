@@ -17,14 +17,11 @@ export class SandboxError extends Error {
    * its brand and the class's name (`instanceof UsageError` finds a `UsageError` of either copy).
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
-    // A subclass inherits this method: `this` is the class asked about, it cannot be named.
-    // biome-ignore lint/complexity/noThisInStatic: see above
-    const asked: { name: string } = this;
-    if (Function.prototype[Symbol.hasInstance].call(asked, value)) return true;
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
     if (typeof value !== 'object' || value === null || !(BRAND in value)) return false;
     if (typeof (value as { code?: unknown }).code !== 'string') return false;
     for (let proto = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
-      if (Object.hasOwn(proto, 'constructor') && proto.constructor?.name === asked.name) return true;
+      if (Object.hasOwn(proto, 'constructor') && proto.constructor?.name === this.name) return true;
     }
     return false;
   }

@@ -109,6 +109,7 @@ export {
   resolveFromRegistry,
   updatePins,
 } from './npx-pin.js';
+export type { MountHint } from './path-hints.js';
 export { PendingBytes } from './pending-bytes.js';
 export {
   digestTool,

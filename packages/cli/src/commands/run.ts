@@ -29,6 +29,7 @@ import { type BackendRegistry, type BackendScopedFlag, resolveBackend } from '..
 import { defaultBackendName, noteDefaultChanged, withE2bFallbackHint } from '../compat.js';
 import { WRAP_MARKER } from '../config/marker.js';
 import { type CopySummary, checkCopy, formatBytes, parseFs } from '../fs-copy.js';
+import { mountHintsFor } from '../mount-hints.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';
 import { reportError } from '../report.js';
@@ -362,6 +363,7 @@ async function runAction(
       spec: plan.spec,
       secrets: plan.allow.secrets,
       withheldEnv: plan.allow.withheld,
+      mountHints: mountHintsFor(command, plan.spec.mounts ?? [], plan.backend.isolation, io.env.HOME),
       input: io.stdin,
       output: io.stdout,
       errorOutput: sandboxOutput(io.stderr),
