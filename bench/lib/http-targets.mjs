@@ -50,42 +50,52 @@ function accepts(port) {
   });
 }
 
+/** Fronts still running: killed if the bench exits without stopping them (a throw, an exit). */
+const live = new Set();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
 /**
- * Spawns `argv` (in a process group of its own, so `stop` reaches the servers it starts) and
- * waits until it listens: the port from the `listening on …` line on stderr, or `port` accepting.
+ * Spawns `argv` and waits until it listens: the port from the `listening on …` line on stderr, or
+ * `port` accepting. In the bench's process group, so a Ctrl-C reaches it too; `stop` sends SIGTERM
+ * (serve and supergateway end the servers they started), SIGKILL after 5 s.
  */
 async function launch(argv, { port, timeoutMs = 30_000 } = {}) {
   const [file, ...args] = argv;
-  const child = spawn(file, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(file, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  live.add(child);
   let stderr = '';
+  let gone = false;
   child.stderr.on('data', (chunk) => {
     stderr = (stderr + chunk.toString()).slice(-8000);
   });
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      gone = true;
+      live.delete(child);
+      resolve({ code, signal });
+    });
+    child.once('error', (error) => {
+      gone = true;
+      live.delete(child);
+      stderr += `\n${error.message}`;
+      resolve({ code: null, signal: null });
+    });
+  });
   const deadline = Date.now() + timeoutMs;
   let bound;
   while (bound === undefined) {
-    if (child.exitCode !== null || child.signalCode !== null) break;
-    if (Date.now() > deadline) break;
+    if (gone || Date.now() > deadline) break;
     const match = LISTENING.exec(stderr);
     if (match) bound = Number(match[1]);
     else if (port !== undefined && (await accepts(port))) bound = port;
     else await sleep(50);
   }
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(-child.pid, 'SIGTERM');
-      } catch {
-        // already gone
-      }
-      const timer = setTimeout(() => {
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }, 5_000);
+    if (!gone) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await exited;
       clearTimeout(timer);
     }
