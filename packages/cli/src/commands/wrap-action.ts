@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { createStderrLogger, escapeControls, type Logger, parseDuration, UsageError } from '@mcpsandbox/core';
 import type { Command } from 'commander';
+import { BACKEND_ENV } from '../compat.js';
 import {
   CLIENTS,
   type ClientId,
@@ -23,7 +24,7 @@ import type { ServerEntry } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
-import { locateContext, reportConfigError } from './config-context.js';
+import { locateContext, reportConfigError, verdictContext } from './config-context.js';
 import type { RunFlags } from './run.js';
 import { markerFor, resolveLauncher } from './wrap-launcher.js';
 
@@ -284,7 +285,7 @@ async function wrapAction(
   const runArgs = runArgsFromFlags(command, flags, options);
   const ctx = locateContext(options);
   const resolved = await resolveLauncher(flags.launcher, options.version, ctx, options.self);
-  const config = await requireConfig(location, options.io.env);
+  const config = await requireConfig(location, verdictContext(options));
   const chosen = selection(flags, config.servers, 'wrap');
   // Paths an entry names are carried across as mounts, and its writes are kept under its
   // name, where the backend applies mounts and state at all.
@@ -307,9 +308,15 @@ async function wrapAction(
       const own = keepLauncher ? entry.wrapped?.checked.argv : undefined;
       const launcher = own ?? resolved.launcher;
       if (!own) launcherUsed = true;
+      // An env block's MCP_SANDBOX_BACKEND would choose the backend of the entry's own launcher:
+      // the backend wrap uses is written out instead.
+      const backend =
+        entry.envKeys.includes(BACKEND_ENV) && !runArgs.includes('--backend')
+          ? ['--backend', flags.backend]
+          : [];
       const wrapped = wrapCommandFor(entry, {
         launcher,
-        runArgs: [...markerFor(launcher), ...runArgs],
+        runArgs: [...markerFor(launcher), ...backend, ...runArgs],
         ...(mounts ? { mounts } : {}),
         keepState,
       });
@@ -340,7 +347,7 @@ export async function unwrapCommand(
 ): Promise<number> {
   const logger = createStderrLogger({ stream: options.io.stderr, quiet: flags.quiet ?? false });
   try {
-    const config = await requireConfig(resolveLocation(flags, options), options.io.env);
+    const config = await requireConfig(resolveLocation(flags, options), verdictContext(options));
     const chosen = selection(flags, config.servers, 'unwrap');
     const plan = await planUnwrap(config, chosen);
     report(plan, logger);

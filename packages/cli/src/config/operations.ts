@@ -21,6 +21,7 @@ import {
 } from './files.js';
 import { type JsonNode, JsonSyntaxError, parseJsonDocument } from './jsonc.js';
 import { WRAP_MARKER } from './marker.js';
+import type { VerdictContext } from './run-verdict.js';
 import { listServers, type ServerEntry } from './servers.js';
 
 /** What `run --env` accepts as a variable name. */
@@ -28,8 +29,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export interface LoadedConfig {
   readonly location: ConfigLocation;
-  /** The environment launchers are checked against (PATH). */
-  readonly env: Readonly<Record<string, string | undefined>>;
+  /** What entries are judged against: the environment launchers are checked in (PATH), the backends. */
+  readonly context: VerdictContext;
   /** The file edits go to (the target of a symlink). */
   readonly target: string;
   readonly text: string;
@@ -56,14 +57,14 @@ export function parseConfig(text: string, location: ConfigLocation, file = locat
 /** Reads and parses a client config; undefined when the file does not exist. */
 export async function loadConfig(
   location: ConfigLocation,
-  env: LoadedConfig['env'],
+  context: VerdictContext,
 ): Promise<LoadedConfig | undefined> {
   const target = await resolveTarget(location.file);
   if (location.projectRoot !== undefined) await requireInside(target, location);
   const text = await readConfigText(target);
   if (text === undefined) return undefined;
   const root = parseConfig(text, location);
-  return { location, env, target, text, root, servers: listServers(root, location, env) };
+  return { location, context, target, text, root, servers: listServers(root, location, context) };
 }
 
 /** A project's config is the project's: one that links out of it (to a user config) is not edited. */
@@ -87,9 +88,9 @@ async function requireInside(target: string, location: ConfigLocation): Promise<
 
 export async function requireConfig(
   location: ConfigLocation,
-  env: LoadedConfig['env'],
+  context: VerdictContext,
 ): Promise<LoadedConfig> {
-  const loaded = await loadConfig(location, env);
+  const loaded = await loadConfig(location, context);
   if (!loaded) {
     throw new ConfigFileError(
       'E_CONFIG_MISSING',
@@ -155,6 +156,12 @@ export function planWrap(
       });
     } else if (entry.kind === 'unknown') {
       outcomes.push({ name: label, action: 'skipped', note: entry.note ?? 'not a stdio server entry' });
+    } else if (entry.launcherEnv) {
+      outcomes.push({
+        name: label,
+        action: 'skipped',
+        note: `its "env" block sets ${entry.launcherEnv.join(', ')}, which mcp-sandbox itself would read on the host (a project's config chooses it); remove them from the entry, then wrap it`,
+      });
     } else if (entry.envKeys.some((k) => !ENV_NAME.test(k))) {
       const bad = entry.envKeys.filter((k) => !ENV_NAME.test(k)).join(', ');
       outcomes.push({ name: label, action: 'skipped', note: `"env" has names run cannot forward: ${bad}` });
@@ -241,7 +248,7 @@ async function loadBackups(config: LoadedConfig): Promise<Backup[]> {
     if (text === undefined) continue;
     try {
       const root = parseJsonDocument(text, { comments: config.location.comments });
-      out.push({ text, root, servers: listServers(root, config.location, config.env) });
+      out.push({ text, root, servers: listServers(root, config.location, config.context) });
     } catch {
       // not a config we can use
     }
