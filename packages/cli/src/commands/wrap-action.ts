@@ -20,7 +20,7 @@ import {
   writePlan,
 } from '../config/operations.js';
 import { keepsStateOfItsOwn, pathMountsFor, type RefusedPath } from '../config/path-mounts.js';
-import type { ServerEntry } from '../config/servers.js';
+import { ourCommand, type ServerEntry } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
@@ -171,6 +171,8 @@ export interface WrapSettings {
   /** Carry host paths across as mounts (unset where the backend applies none). */
   readonly mounts?: { readonly rw: boolean; readonly home?: string };
   readonly keepState?: boolean;
+  /** Replace the run options of an entry that starts mcp-sandbox already, keeping its server. */
+  readonly rewrap?: boolean;
 }
 
 /**
@@ -194,7 +196,8 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const stateName = settings.keepState && !runArgs.includes('--state') ? stateNameFor(entry.name) : undefined;
   const state = stateName ? ['--state', stateName] : [];
   const fromBlock = entry.envKeys.filter((k) => !given.has(k)).flatMap((k) => ['--env', k]);
-  const server = entry.wrapped ? entry.wrapped.server : [entry.command ?? '', ...entry.args];
+  const ours = settings.rewrap ? ourCommand(entry) : undefined;
+  const server = ours ? ours.server : [entry.command ?? '', ...entry.args];
   const found = settings.mounts
     ? pathMountsFor(server, {
         rw: settings.mounts.rw,
@@ -304,8 +307,8 @@ async function wrapAction(
   const plan = planWrap(
     config,
     chosen,
-    (entry) => {
-      const own = keepLauncher ? entry.wrapped?.checked.argv : undefined;
+    (entry, rewrap) => {
+      const own = keepLauncher && rewrap ? ourCommand(entry)?.checked.argv : undefined;
       const launcher = own ?? resolved.launcher;
       if (!own) launcherUsed = true;
       // An env block's MCP_SANDBOX_BACKEND would choose the backend of the entry's own launcher:
@@ -319,6 +322,7 @@ async function wrapAction(
         runArgs: [...markerFor(launcher), ...backend, ...runArgs],
         ...(mounts ? { mounts } : {}),
         keepState,
+        rewrap,
       });
       details.set(labelOf(entry), wrapped);
       return wrapped;

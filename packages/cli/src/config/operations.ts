@@ -22,7 +22,7 @@ import {
 import { type JsonNode, JsonSyntaxError, parseJsonDocument } from './jsonc.js';
 import { WRAP_MARKER } from './marker.js';
 import type { VerdictContext } from './run-verdict.js';
-import { listServers, type ServerEntry } from './servers.js';
+import { listServers, ourCommand, type ServerEntry } from './servers.js';
 
 /** What `run --env` accepts as a variable name. */
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -126,8 +126,11 @@ export function selectServers(
   return { chosen, missing };
 }
 
-/** How to wrap one entry: the launcher, and run's options for it (its env keys included). */
-export type WrapFor = (entry: ServerEntry) => WrapCommand;
+/**
+ * How to wrap one entry: the launcher, and run's options for it (its env keys included).
+ * `rewrap`: its run options are replaced (`--update`), its server kept.
+ */
+export type WrapFor = (entry: ServerEntry, rewrap: boolean) => WrapCommand;
 
 export function planWrap(
   config: LoadedConfig,
@@ -145,8 +148,14 @@ export function planWrap(
         action: 'skipped',
         note: 'remote (URL) entry: it runs nowhere on this machine',
       });
-    } else if (entry.kind === 'wrapped' && options.update && entry.wrapped) {
-      edits.push(...rewrapEdits(config.text, entry, wrapFor(entry)));
+    } else if (entry.launcherEnv) {
+      outcomes.push({
+        name: label,
+        action: 'skipped',
+        note: `its "env" block sets ${entry.launcherEnv.join(', ')}, which mcp-sandbox itself would read on the host (a project's config chooses it); remove them from the entry, then wrap it`,
+      });
+    } else if (options.update && ourCommand(entry)) {
+      edits.push(...rewrapEdits(config.text, entry, wrapFor(entry, true)));
       outcomes.push({ name: label, action: 'rewrapped' });
     } else if (entry.kind === 'wrapped') {
       outcomes.push({
@@ -156,17 +165,11 @@ export function planWrap(
       });
     } else if (entry.kind === 'unknown') {
       outcomes.push({ name: label, action: 'skipped', note: entry.note ?? 'not a stdio server entry' });
-    } else if (entry.launcherEnv) {
-      outcomes.push({
-        name: label,
-        action: 'skipped',
-        note: `its "env" block sets ${entry.launcherEnv.join(', ')}, which mcp-sandbox itself would read on the host (a project's config chooses it); remove them from the entry, then wrap it`,
-      });
     } else if (entry.envKeys.some((k) => !ENV_NAME.test(k))) {
       const bad = entry.envKeys.filter((k) => !ENV_NAME.test(k)).join(', ');
       outcomes.push({ name: label, action: 'skipped', note: `"env" has names run cannot forward: ${bad}` });
     } else {
-      edits.push(...wrapEdits(config.text, entry, wrapFor(entry)));
+      edits.push(...wrapEdits(config.text, entry, wrapFor(entry, false)));
       outcomes.push({ name: label, action: 'wrapped', ...(entry.note ? { note: entry.note } : {}) });
     }
   }
@@ -179,7 +182,7 @@ export async function planUnwrap(config: LoadedConfig, chosen: readonly ServerEn
   const backups = await loadBackups(config);
   for (const entry of chosen) {
     const label = labelOf(entry);
-    if (entry.kind !== 'wrapped' || !entry.wrapped) {
+    if (!ourCommand(entry)) {
       outcomes.push({ name: label, action: 'skipped', note: 'not sandboxed' });
       continue;
     }
@@ -219,7 +222,7 @@ export function labelOf(entry: ServerEntry): string {
 
 /** The `--env KEY` flags that came from the env block are implied; anything else is reported. */
 function droppedOptions(entry: ServerEntry): string[] {
-  const args = entry.wrapped?.runArgs ?? [];
+  const args = ourCommand(entry)?.runArgs ?? [];
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
@@ -265,7 +268,7 @@ async function findOriginal(
   entry: ServerEntry,
   backups: readonly Backup[],
 ): Promise<string | undefined> {
-  const wrapped = entry.wrapped;
+  const wrapped = ourCommand(entry);
   if (!wrapped) return undefined;
   const current = config.text.slice(entry.property.value.start, entry.property.value.end);
   for (const backup of backups) {

@@ -33,6 +33,11 @@ export interface ServerEntry {
   /** Why an entry with our launcher is not sandboxed all the same, one reason a line. */
   readonly weakenedBy?: readonly string[];
   /**
+   * Set for such an entry (our launcher, options that weaken the sandbox): `unwrap` takes it apart
+   * and `wrap --update` replaces its run options as for a `wrapped` one; plain `wrap` sandboxes it whole.
+   */
+  readonly ours?: WrappedCommand & { readonly checked: Launcher };
+  /**
    * Names in a project entry's env block that mcp-sandbox itself reads on the host (`PATH`,
    * `NODE_OPTIONS`, …): the repository's author would choose what runs there. wrap leaves the
    * entry alone until they are gone.
@@ -60,6 +65,13 @@ export interface WrappedCommand {
 
 /** What classifying an entry depends on: its launcher's checks, and the run options' judge. */
 export type EntryContext = LauncherContext & VerdictContext;
+
+/** What an entry starts through mcp-sandbox's launcher, sandboxed or not: for unwrap and --update. */
+export function ourCommand(
+  entry: ServerEntry,
+): (WrappedCommand & { readonly checked: Launcher }) | undefined {
+  return entry.wrapped ?? entry.ours;
+}
 
 /** Every server entry of a parsed config, in file order, section by section. */
 export function listServers(
@@ -145,6 +157,7 @@ function classify(property: JsonProperty, section: ConfigSection, trust: EntryCo
     kind: 'stdio',
     ...(wrapped ? { claims: wrapped } : {}),
     ...(weakenedBy.length > 0 ? { weakenedBy } : {}),
+    ...(wrapped && checked ? { ours: { ...wrapped, checked } } : {}),
     ...(launcherEnv.length > 0 ? { launcherEnv } : {}),
     ...(note ? { note } : {}),
   };
