@@ -786,15 +786,7 @@ describe('what wrap and ls tell the user', () => {
 
     h.put(file, text);
     expect((await h.run(['wrap', '--client', 'claude-code', '--all'])).code).toBe(0);
-    expect(entry().args).toEqual([
-      '-y',
-      'mcp-sandbox@1.2.3',
-      'run',
-      '--',
-      ...weak.args.slice(0, 0),
-      'npx',
-      ...weak.args,
-    ]);
+    expect(entry().args).toEqual(['-y', 'mcp-sandbox@1.2.3', 'run', '--', 'npx', ...weak.args]);
   });
 
   it('a known writer of its own data wrapped without --keep-state gets a note; with it, none', async () => {
