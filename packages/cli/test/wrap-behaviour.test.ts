@@ -784,6 +784,12 @@ describe('what wrap and ls tell the user', () => {
       /^ {2}weak +✓ sandboxed, backend local /m,
     );
 
+    // Asked for by the user, a weak option is written, and said first.
+    const asked = await h.run(['wrap', '--client', 'claude-code', '--all', '--dry-run', '--backend', 'none']);
+    expect(asked.stderr).toContain(
+      '--backend none: no sandbox, the server runs with your user, files and network: the entries wrapped with it will not count as sandboxed',
+    );
+
     h.put(file, text);
     expect((await h.run(['wrap', '--client', 'claude-code', '--all'])).code).toBe(0);
     expect(entry().args).toEqual(['-y', 'mcp-sandbox@1.2.3', 'run', '--', 'npx', ...weak.args]);

@@ -20,12 +20,13 @@ import {
   writePlan,
 } from '../config/operations.js';
 import { keepsStateOfItsOwn, pathMountsFor, type RefusedPath } from '../config/path-mounts.js';
+import { judgeRunWords } from '../config/run-verdict.js';
 import { ourCommand, type ServerEntry } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
 import { locateContext, reportConfigError, verdictContext } from './config-context.js';
-import type { RunFlags } from './run.js';
+import { parseRunWords, type RunFlags } from './run.js';
 import { markerFor, resolveLauncher } from './wrap-launcher.js';
 
 export interface TargetFlags {
@@ -286,6 +287,7 @@ async function wrapAction(
 ): Promise<number> {
   const location = resolveLocation(flags, options);
   const runArgs = runArgsFromFlags(command, flags, options);
+  warnIfWeakened(runArgs, options, logger);
   const ctx = locateContext(options);
   const resolved = await resolveLauncher(flags.launcher, options.version, ctx, options.self);
   const config = await requireConfig(location, verdictContext(options));
@@ -332,6 +334,17 @@ async function wrapAction(
   if (launcherUsed && resolved.note) logger.info(`launcher: ${resolved.note}`);
   report(plan, logger, details);
   return applyPlan(plan, flags, options, logger, 'wrapped');
+}
+
+/**
+ * Options the user gave wrap that ls will not count as sandboxed (`--backend none`, a mount of a
+ * credentials folder): written as asked, but said before anything is.
+ */
+function warnIfWeakened(runArgs: readonly string[], options: CliOptions, logger: Logger): void {
+  const verdict = judgeRunWords(parseRunWords([...runArgs, '--', 'server']), {}, verdictContext(options));
+  for (const reason of verdict.weakenedBy) {
+    logger.warn(`${reason}: the entries wrapped with it will not count as sandboxed (mcp-sandbox ls)`);
+  }
 }
 
 /** `mcp-sandbox wrap`: resolves with the exit code. */
