@@ -1,5 +1,6 @@
 import { UsageError } from '@mcpsandbox/core';
 import { parseRunWords, type RunWords } from '../commands/run.js';
+import { BACKEND_ENV } from '../compat.js';
 import type { ConfigLocation, ConfigSection } from './clients.js';
 import { getProperty, type JsonNode, type JsonObject, type JsonProperty, toValue } from './jsonc.js';
 import { checkLauncher, type Launcher, type LauncherContext } from './launcher.js';
@@ -17,7 +18,7 @@ export interface ServerEntry {
   readonly kind: ServerKind;
   readonly command?: string;
   readonly args: readonly string[];
-  /** Names in the entry's own `env` block (values are never read out). */
+  /** Names in the entry's own `env` block (values are never read out, but `MCP_SANDBOX_BACKEND`'s). */
   readonly envKeys: readonly string[];
   readonly url?: string;
   /**
@@ -180,12 +181,12 @@ function weaknesses(
   return out;
 }
 
-/** The env block's string values (only `MCP_SANDBOX_BACKEND` is ever read from it). */
+/** The one value ever read out of an env block: `MCP_SANDBOX_BACKEND`, which picks the backend. */
 function envStrings(value: unknown): Readonly<Record<string, string>> {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return {};
-  const out: Record<string, string> = {};
-  for (const [key, v] of Object.entries(value)) if (typeof v === 'string') out[key] = v;
-  return out;
+  if (!value || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, BACKEND_ENV))
+    return {};
+  const backend = (value as Record<string, unknown>)[BACKEND_ENV];
+  return typeof backend === 'string' ? { [BACKEND_ENV]: backend } : {};
 }
 
 const PACKAGE_RUNNERS = new Set(['npx', 'pnpx', 'bunx']);
