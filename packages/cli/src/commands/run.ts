@@ -357,8 +357,23 @@ export interface RunWords {
   readonly flags: RunFlags;
   /** Whether `--backend` was among the words (else the default applies). */
   readonly backendGiven: boolean;
+  /** Each option among the words: its attribute name in `flags` and its long flag. */
+  readonly given: readonly { readonly key: string; readonly flag: string }[];
   /** The server's command line. */
   readonly command: readonly string[];
+}
+
+/** The attribute names of every option `run` has (for the judge of config entries, and its test). */
+export function runOptionKeys(): string[] {
+  return runParser().options.map((option) => option.attributeName());
+}
+
+function runParser(): Command {
+  return withRunOnlyOptions(
+    withRunOptions(new Command('run').argument('<command...>').passThroughOptions(), ''),
+  )
+    .exitOverride()
+    .configureOutput({ writeOut: () => {}, writeErr: () => {} });
 }
 
 /**
@@ -366,11 +381,7 @@ export interface RunWords {
  * printing or exiting: a word run would refuse is an error here too, with commander's message.
  */
 export function parseRunWords(words: readonly string[]): RunWords {
-  const parser = withRunOnlyOptions(
-    withRunOptions(new Command('run').argument('<command...>').passThroughOptions(), ''),
-  )
-    .exitOverride()
-    .configureOutput({ writeOut: () => {}, writeErr: () => {} });
+  const parser = runParser();
   let command: string[] = [];
   parser.action((given: string[]) => {
     command = given;
@@ -381,9 +392,13 @@ export function parseRunWords(words: readonly string[]): RunWords {
     const message = (error as Error).message.replace(/^error: /, '');
     throw new UsageError(message, { cause: error });
   }
+  const given = parser.options
+    .map((option) => ({ key: option.attributeName(), flag: option.long ?? option.short ?? '' }))
+    .filter(({ key }) => parser.getOptionValueSource(key) === 'cli');
   return {
     flags: parser.opts<RunFlags>(),
     backendGiven: parser.getOptionValueSource('backend') === 'cli',
+    given,
     command,
   };
 }

@@ -341,7 +341,11 @@ async function wrapAction(
  * credentials folder): written as asked, but said before anything is.
  */
 function warnIfWeakened(runArgs: readonly string[], options: CliOptions, logger: Logger): void {
-  const verdict = judgeRunWords(parseRunWords([...runArgs, '--', 'server']), {}, verdictContext(options));
+  const verdict = judgeRunWords(
+    parseRunWords([...runArgs, '--', 'server']),
+    { env: {}, envKeys: [] },
+    verdictContext(options),
+  );
   for (const reason of verdict.weakenedBy) {
     logger.warn(`${reason}: the entries wrapped with it will not count as sandboxed (mcp-sandbox ls)`);
   }

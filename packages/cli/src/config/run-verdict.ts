@@ -46,6 +46,40 @@ const BOUNDING_SETTINGS = new Set([
   'timeout',
 ]);
 
+/**
+ * Every run option the judge below has weighed: those it checks (backend, mounts, copies, host
+ * files, backend settings), those it prints (network, install grants) and those that only narrow
+ * or bound a session. An option `run` gains later is not counted sandboxed until it is weighed here
+ * (the test of this module fails until then): it may choose where code comes from.
+ */
+export const JUDGED_OPTIONS: ReadonlySet<string> = new Set([
+  'backend',
+  'mount',
+  'fs',
+  'trace',
+  'pinTools',
+  'backendOption',
+  'allowNet',
+  'installAllowNet',
+  'installEnv',
+  'env',
+  'ttl',
+  'setup',
+  'hostTlsTrust',
+  'template',
+  'state',
+  'autoMount',
+  'allowTool',
+  'denyTool',
+  'pinToolsStrict',
+  'requireIsolation',
+  'quiet',
+  'maxMessageSize',
+  'drainTimeout',
+  'killGrace',
+  'wrapped',
+]);
+
 const WEAKER: Readonly<Record<IsolationLevel, string>> = {
   none: 'no sandbox, the server runs with your user, files and network',
   language: 'language isolation (a node:vm worker), weaker than an OS sandbox',
@@ -59,13 +93,21 @@ const WEAKER: Readonly<Record<IsolationLevel, string>> = {
  * mount or copy of the home or a credentials folder, no host path the client's working folder
  * decides, and no setting that picks where code comes from.
  */
-export function judgeRunWords(run: RunWords, entryEnv: Env, ctx: VerdictContext): RunVerdict {
+export function judgeRunWords(
+  run: RunWords,
+  entry: { readonly env: Env; readonly envKeys: readonly string[] },
+  ctx: VerdictContext,
+): RunVerdict {
   const weakenedBy: string[] = [];
   const grants: string[] = [];
   const { flags } = run;
-  const chosen = chosenBackend(run, entryEnv, ctx);
+  const chosen = chosenBackend(run, entry.env, ctx);
   const backendWeakness = judgeBackend(chosen.name, ctx.backends);
   if (backendWeakness) weakenedBy.push(`${chosen.label}: ${backendWeakness}`);
+  for (const { key, flag } of run.given) {
+    if (!JUDGED_OPTIONS.has(key))
+      weakenedBy.push(`${flag}: an option ls does not weigh, so not counted as sandboxed`);
+  }
   const home = ctx.env.HOME;
   for (const text of flags.mount) judgeMount(text, home, weakenedBy, grants);
   for (const text of flags.fs) judgeCopy(text, home, weakenedBy, grants);
@@ -92,6 +134,12 @@ export function judgeRunWords(run: RunWords, entryEnv: Env, ctx: VerdictContext)
       grants.push(
         grant === '*' ? 'reaches any public address (--allow-net *)' : `reaches ${grant} (--allow-net)`,
       );
+  }
+  // `--env KEY` for a name the entry's env block does not set: the value is the client's own.
+  for (const item of flags.env) {
+    const name = item.split('=')[0] ?? '';
+    if (!item.includes('=') && !entry.envKeys.includes(name))
+      grants.push(`gets ${name} from the client's environment (--env)`);
   }
   for (const host of flags.installAllowNet)
     grants.push(`its install step reaches ${host} (--install-allow-net)`);

@@ -137,7 +137,9 @@ function classify(property: JsonProperty, section: ConfigSection, trust: EntryCo
   const wrapped = parseWrapped(command, args);
   const checked = wrapped ? checkLauncher(wrapped.launcher, trust) : undefined;
   const verdict =
-    wrapped?.run && checked ? judgeRunWords(wrapped.run, envStrings(envValue), trust) : undefined;
+    wrapped?.run && checked
+      ? judgeRunWords(wrapped.run, { env: envStrings(envValue), envKeys }, trust)
+      : undefined;
   const weakenedBy = wrapped && checked ? weaknesses(wrapped, launcherEnv, verdict) : [];
   if (wrapped && checked && verdict && weakenedBy.length === 0) {
     return { ...base, envKeys, command, args, kind: 'wrapped', wrapped: { ...wrapped, checked, verdict } };
