@@ -24,7 +24,7 @@ import {
   type TraceSink,
   UsageError,
 } from '@mcpsandbox/core';
-import { type Command, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { type BackendRegistry, type BackendScopedFlag, resolveBackend } from '../backends.js';
 import { defaultBackendName, noteDefaultChanged, withE2bFallbackHint } from '../compat.js';
 import { WRAP_MARKER } from '../config/marker.js';
@@ -80,12 +80,16 @@ const STOP_SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function addRunOptions(command: Command, options: CliOptions): Command {
+  return withRunOptions(command, defaultBackendName(options.io.env, options.defaultBackend));
+}
+
+function withRunOptions(command: Command, defaultBackend: string): Command {
   return command
     .addOption(
       new Option(
         '-b, --backend <name|module>',
         'backend name, or a path or package exporting createBackend()',
-      ).default(defaultBackendName(options.io.env, options.defaultBackend)),
+      ).default(defaultBackend),
     )
     .option(
       '-e, --env <KEY|KEY=value>',
@@ -305,22 +309,7 @@ export function registerRunCommand(
     .description('Start <command> in a sandbox and bridge its stdio to this process (JSON-RPC, verbatim).')
     .argument('<command...>', 'the MCP server command and its arguments (put it after --)')
     .passThroughOptions();
-  addRunOptions(run, options)
-    .option('--trace <file>', 'append every message and lifecycle event to <file> as JSONL')
-    .option(
-      '--max-message-size <size>',
-      `largest JSON-RPC message either way (default ${DEFAULT_MAX_LINE_BYTES / 2 ** 20}MiB)`,
-    )
-    .option(
-      '--drain-timeout <duration>',
-      `after the client closes stdin, how long the server may take to answer what it owes (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.drainMs)})`,
-    )
-    .option(
-      '--kill-grace <duration>',
-      `time between SIGTERM and SIGKILL (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.killGraceMs)})`,
-    )
-    // wrap's marker for entries whose launcher has a name of the user's choosing; no effect here.
-    .addOption(new Option(WRAP_MARKER, 'marks an entry written by mcp-sandbox wrap').hideHelp())
+  withRunOnlyOptions(addRunOptions(run, options))
     .addHelpText(
       'after',
       `
@@ -340,6 +329,79 @@ Exit codes: the server's own; 128+N if it died from signal N; 2 usage error;
     .action(async (command: string[], flags: RunFlags, cmd: Command) => {
       setExitCode(await runAction(command, flags, options, cmd.getOptionValueSource('backend') === 'cli'));
     });
+}
+
+/** The options only `run` has, beyond those it shares with `inspect` and `wrap`. */
+function withRunOnlyOptions(command: Command): Command {
+  return (
+    command
+      .option('--trace <file>', 'append every message and lifecycle event to <file> as JSONL')
+      .option(
+        '--max-message-size <size>',
+        `largest JSON-RPC message either way (default ${DEFAULT_MAX_LINE_BYTES / 2 ** 20}MiB)`,
+      )
+      .option(
+        '--drain-timeout <duration>',
+        `after the client closes stdin, how long the server may take to answer what it owes (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.drainMs)})`,
+      )
+      .option(
+        '--kill-grace <duration>',
+        `time between SIGTERM and SIGKILL (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.killGraceMs)})`,
+      )
+      // wrap's marker for entries whose launcher has a name of the user's choosing; no effect here.
+      .addOption(new Option(WRAP_MARKER, 'marks an entry written by mcp-sandbox wrap').hideHelp())
+  );
+}
+
+/** The words after `run` in a config entry, split and read exactly as `run` reads them. */
+export interface RunWords {
+  readonly flags: RunFlags;
+  /** Whether `--backend` was among the words (else the default applies). */
+  readonly backendGiven: boolean;
+  /** Each option among the words: its attribute name in `flags` and its long flag. */
+  readonly given: readonly { readonly key: string; readonly flag: string }[];
+  /** The server's command line. */
+  readonly command: readonly string[];
+}
+
+/** The attribute names of every option `run` has (for the judge of config entries, and its test). */
+export function runOptionKeys(): string[] {
+  return runParser().options.map((option) => option.attributeName());
+}
+
+function runParser(): Command {
+  return withRunOnlyOptions(
+    withRunOptions(new Command('run').argument('<command...>').passThroughOptions(), ''),
+  )
+    .exitOverride()
+    .configureOutput({ writeOut: () => {}, writeErr: () => {} });
+}
+
+/**
+ * Parses the words after `run` with run's own options (commander, as the program does), never
+ * printing or exiting: a word run would refuse is an error here too, with commander's message.
+ */
+export function parseRunWords(words: readonly string[]): RunWords {
+  const parser = runParser();
+  let command: string[] = [];
+  parser.action((given: string[]) => {
+    command = given;
+  });
+  try {
+    parser.parse([...words], { from: 'user' });
+  } catch (error) {
+    const message = (error as Error).message.replace(/^error: /, '');
+    throw new UsageError(message, { cause: error });
+  }
+  const given = parser.options
+    .map((option) => ({ key: option.attributeName(), flag: option.long ?? option.short ?? '' }))
+    .filter(({ key }) => parser.getOptionValueSource(key) === 'cli');
+  return {
+    flags: parser.opts<RunFlags>(),
+    backendGiven: parser.getOptionValueSource('backend') === 'cli',
+    given,
+    command,
+  };
 }
 
 async function runAction(
