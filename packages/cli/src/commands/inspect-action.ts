@@ -117,7 +117,10 @@ function finishFailed(attempt: Attempt, result: Awaited<Attempt['ended']>, logge
 function sayServerEnd(attempt: Attempt, result: Awaited<Attempt['ended']>, logger: Logger): void {
   const status = result.serverStatus;
   // A program stopped by us (silent past --timeout) did not end on its own: nothing to say.
-  const onItsOwn = result.reason === 'server-exit' || attempt.failure?.kind === 'ended';
+  // A failed exit of its own, even when the client's close raced it (`cat` exits 0 on EOF).
+  const onItsOwn =
+    attempt.failure?.kind !== 'timeout' &&
+    (result.reason === 'server-exit' || (status?.signal === null && status.code !== 0));
   if (!status || !onItsOwn) return;
   const how = status.signal ? `was killed by ${status.signal}` : `exited with code ${status.code}`;
   const lines = attempt.lastLines();
