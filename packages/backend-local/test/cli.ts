@@ -26,11 +26,18 @@ export interface Running {
   readonly call: (name: string, args?: Record<string, unknown>) => Promise<Record<string, unknown>>;
 }
 
-/** The suite's pin lock (vitest.shared.ts sets one): the bridges of these tests keep their pins there. */
-function suitePinLock(): string {
+/**
+ * The suite's pin lock (vitest.shared.ts sets one): the bridges of these tests keep their pins
+ * there. A pin binds name@version to one tarball whichever registry serves it, and each loopback
+ * registry packs its own tarball of the same name@version: a start given a registry
+ * (`npmRegistry=`) keeps its pins in a lock of that registry's own, beside the suite's.
+ */
+function suitePinLock(args: readonly string[]): string {
   const lock = process.env.MCP_SANDBOX_PIN_LOCK;
   if (!lock) throw new Error('MCP_SANDBOX_PIN_LOCK is not set: run these tests with their vitest config');
-  return lock;
+  const registry = args.find((arg) => arg.startsWith('npmRegistry='));
+  if (!registry) return lock;
+  return `${lock}.${createHash('sha256').update(registry).digest('hex').slice(0, 16)}.json`;
 }
 
 /** `mcp-sandbox run <args>` with the real SDK client over stdio. */
@@ -46,7 +53,7 @@ export async function runBin(
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/',
-      MCP_SANDBOX_PIN_LOCK: suitePinLock(),
+      MCP_SANDBOX_PIN_LOCK: suitePinLock(args),
       ...env,
     },
     stderr: 'pipe',
@@ -75,7 +82,7 @@ export async function runToExit(
   options: { readonly input?: string; readonly env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, 'run', ...args], {
-    env: options.env ?? process.env,
+    env: options.env ?? { ...process.env, MCP_SANDBOX_PIN_LOCK: suitePinLock(args) },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
