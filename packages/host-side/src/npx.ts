@@ -106,7 +106,7 @@ export async function prepareNpx(
       }
     }
     if (installed) {
-      checkEntryIntegrity(installed, pinned);
+      checkEntryIntegrity(installed, pinned, entry);
       deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
     } else {
       sweepStaging(root);
@@ -115,7 +115,7 @@ export async function prepareNpx(
       const grant = `${registryUrl.hostname}:${port}`;
       installed = await waitForOthers(root, key, options, say);
       if (installed) {
-        checkEntryIntegrity(installed, pinned);
+        checkEntryIntegrity(installed, pinned, entry);
         deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
       } else {
         say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
@@ -125,7 +125,7 @@ export async function prepareNpx(
         installed = deps.background
           ? await installInBackground(root, key, pinned, registry, npmConfig, options, deps.background)
           : await install(root, key, pinned, registry, grant, npmConfig, options, deps);
-        checkEntryIntegrity(installed, pinned);
+        checkEntryIntegrity(installed, pinned, entry);
         deps.onEvent?.({ type: 'prepare', cache: 'stored', spec, entry });
       }
     }
@@ -145,11 +145,11 @@ export async function prepareNpx(
  * A cache entry records the integrity its install was checked against: an entry of the same
  * spec that holds another (or none, while a pin exists) is not what the pin binds.
  */
-function checkEntryIntegrity(installed: Installed, pinned: PinnedSpec): void {
+function checkEntryIntegrity(installed: Installed, pinned: PinnedSpec, entry: string): void {
   if (pinned.integrity === undefined || installed.integrity === pinned.integrity) return;
   throw new PinChangedError(
     `the installed ${pinned.spec} has integrity ${installed.integrity ?? '(none recorded)'}, but ${pinned.integrity} is pinned: ` +
-      'refusing to start it; remove its install cache entry to install the pinned tarball',
+      `refusing to start it; to install the pinned tarball, remove its install cache entry (rm -rf ${entry})`,
   );
 }
 

@@ -11,7 +11,8 @@ import { type OpenDir, readFileAt } from '../host-fs.js';
 import { packageNameParts } from './spec.js';
 
 const MAX_LOCK_BYTES = 32 * 2 ** 20;
-const INTEGRITY = /^sha(?:256|384|512)-[A-Za-z0-9+/]{20,100}={0,2}$/;
+/** A hash of an integrity string; npm records old packages' sha1 beside (or instead of) sha512. */
+const INTEGRITY = /^sha(?:1|256|384|512)-[A-Za-z0-9+/]{20,100}={0,2}$/;
 
 /**
  * Refuses the install in `prefix` unless npm's record of `name@version` (the exact spec it
@@ -25,7 +26,12 @@ export function checkInstalledIntegrity(prefix: OpenDir, spec: string, expected:
       code: 'E_PREPARE',
     });
   if (packageNameParts(name) === undefined) throw fail('not a package name');
-  const bytes = readFileAt(prefix, ['node_modules', '.package-lock.json'], MAX_LOCK_BYTES);
+  let bytes: Buffer | undefined;
+  try {
+    bytes = readFileAt(prefix, ['node_modules', '.package-lock.json'], MAX_LOCK_BYTES);
+  } catch (error) {
+    throw fail((error as Error).message);
+  }
   if (!bytes) throw fail('npm left no node_modules/.package-lock.json');
   let lock: unknown;
   try {
