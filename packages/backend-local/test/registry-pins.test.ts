@@ -57,7 +57,6 @@ describe('pins keyed by package identity', () => {
         v: number;
         pins: Array<Record<string, string>>;
       };
-      expect(pinned.v).toBe(2);
       expect(pinned.pins).toEqual([expect.objectContaining({ name: HOSTILE_PACKAGE, registry: first.url })]);
       const integrity = pinned.pins[0]?.integrity ?? '';
       // Before: a fresh pin for the second registry, and its tarball installed and started.
@@ -65,10 +64,12 @@ describe('pins keyed by package identity', () => {
         () => undefined,
         (error: unknown) => error as Error,
       );
+      expect(refused, 'the second registry should have been refused').toBeInstanceOf(Error);
       expect(refused?.message).toContain(`(not ${first.url}, where it was pinned)`);
       expect(refused?.message).toContain(`pinned ${integrity}`);
       expect(refused?.message).toMatch(/different tarball for hostile-install@1\.0\.0: sha512-/);
       expect(second.tarballs()).toBe(0);
+      expect(pinned.v).toBe(2);
       // Control: the pinned registry still starts it.
       await startServer(first.url, lock, cache('again'));
     } finally {
