@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PinChangedError, pinNpxPackage } from './npx-pin.js';
+import { PinChangedError, pinNpxPackage, updatePins } from './npx-pin.js';
 import { readPinLock, updatePinLock } from './pin-lock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcpsandbox-pin-lock-'));
@@ -100,6 +100,15 @@ describe('the pin lock', () => {
         integrity('genuine'),
       );
       expect(readPinLock(file).pins.map((pin) => pin.registry)).toEqual([first.url]);
+      // `update --registry`: the user accepts the other registry's tarball, and the pin moves there.
+      const [moved] = await updatePins('pkg', file, {}, second.url);
+      expect(moved).toMatchObject({ registry: first.url, newRegistry: second.url });
+      expect(readPinLock(file).pins).toEqual([
+        expect.objectContaining({ registry: second.url, integrity: integrity('impostor') }),
+      ]);
+      expect((await pinNpxPackage('pkg@1.0.0', { registry: second.url, lockFile: file })).integrity).toBe(
+        integrity('impostor'),
+      );
     } finally {
       await Promise.all([close(first.server), close(second.server), close(mirror.server)]);
     }

@@ -73,10 +73,7 @@ export async function prepareNpx(
   const registry = normalizeRegistry(deps.cache.registry ?? npmConfig.registry);
   // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
   const say = (text: string) => deps.logger.info(text);
-  if (deps.cache.projectNpmrc) {
-    const source = deps.cache.registry ? 'the npmRegistry setting' : npmConfig.registrySource;
-    deps.logger.warn(`--project-npmrc: npm registry ${registry} (from ${source ?? 'npm'})`);
-  }
+  if (deps.cache.projectNpmrc) sayRegistrySource(deps, registry, npmConfig);
   // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
   const pinned = deps.pin
     ? await deps.pin(parsed.spec, registry, {
@@ -139,6 +136,12 @@ export async function prepareNpx(
   } finally {
     closeDir(root);
   }
+}
+
+/** `--project-npmrc`: which registry a project's config may have chosen, and from which file. */
+function sayRegistrySource(deps: NpxDeps, registry: string, npmConfig: HostNpmConfig): void {
+  const source = deps.cache.registry ? 'the npmRegistry setting' : npmConfig.registrySource;
+  deps.logger.warn(`--project-npmrc: npm registry ${registry} (from ${source ?? 'npm'})`);
 }
 
 /**
