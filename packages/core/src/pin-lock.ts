@@ -13,7 +13,6 @@ import {
   linkSync,
   mkdirSync,
   openSync,
-  readFileSync,
   readSync,
   renameSync,
   unlinkSync,
@@ -187,7 +186,7 @@ function breakStale(path: string, seen: string | undefined): void {
     return; // someone else broke or released it
   }
   try {
-    const moved = readFileSync(aside, 'utf8');
+    const moved = readSmall(aside);
     if (seen !== undefined && moved !== seen) {
       try {
         linkSync(aside, path);
@@ -206,11 +205,23 @@ function breakStale(path: string, seen: string | undefined): void {
 
 function readOwner(path: string): { readonly pid: number; readonly text: string } | undefined {
   try {
-    const text = readFileSync(path, 'utf8');
+    const text = readSmall(path);
     const match = /^([1-9]\d{0,9}) [0-9a-f]{16}$/.exec(text);
     return match ? { pid: Number(match[1]), text } : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** A mutex file's few bytes: no link followed, no FIFO waited on, nothing large read. */
+function readSmall(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) return '';
+    const buffer = Buffer.alloc(64);
+    return buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, 0)).toString('utf8');
+  } finally {
+    closeSync(fd);
   }
 }
 

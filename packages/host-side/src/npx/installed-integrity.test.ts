@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,13 +50,14 @@ describe("what npm installed, against the pin (the install's own record, read as
     expect(() => check(record(other))).toThrow(`with integrity ${other}, but ${PINNED} is pinned`);
   });
 
-  it('refuses a record that is missing, a symlink, not JSON, without the package, or not an integrity', () => {
+  it('refuses a record that is missing, a symlink, a FIFO, not JSON, without the package, or not an integrity', () => {
     const cases: Array<[unknown, ((modules: string) => void)?]> = [
       [undefined, () => {}],
       [
         undefined,
         (modules) => symlinkSync(join(work, 'elsewhere.json'), join(modules, '.package-lock.json')),
       ],
+      [undefined, (modules) => execFileSync('mkfifo', [join(modules, '.package-lock.json')])],
       ['{"packages":'],
       [{ packages: { 'node_modules/other': { integrity: PINNED } } }],
       [record(42)],
