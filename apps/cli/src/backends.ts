@@ -36,14 +36,14 @@ export const builtInBackends: BackendRegistry = {
     isolation: 'microvm',
     summary: 'E2B Firecracker micro-VM in the cloud (needs E2B_API_KEY)',
     // Each VM is new: nothing of a session is kept; no host TLS trust crosses into the cloud.
-    ignores: ['--state', '--no-host-tls-trust'],
+    ignores: ['--state', '--no-host-tls-trust', '--project-npmrc'],
     create: async (options) => (await import('@mcpsandbox/backend-e2b')).createE2BBackend(options),
   },
   vm: {
     isolation: 'language',
     summary: 'JavaScript MCP apps in a hardened node:vm worker, inside the local OS sandbox when usable',
     // The worker gets no files and no network of the host's: an app reaches out only through the host.
-    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust'],
+    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust', '--project-npmrc'],
     create: async (options) => {
       const [{ createVmBackend }, local] = await Promise.all([
         import('@mcpsandbox/vm-sandbox'),
@@ -73,7 +73,7 @@ export const builtInBackends: BackendRegistry = {
     isolation: 'none',
     summary: 'no sandbox: a plain child process (for trusted servers and measuring)',
     // The host's own files and network are all reachable anyway.
-    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust'],
+    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust', '--project-npmrc'],
     // Its own entry: a plain child process needs none of the OS sandbox's egress stack at start.
     // The binary may have started the server already (early-start.ts): its sandbox takes it.
     create: async (options) =>
@@ -82,7 +82,7 @@ export const builtInBackends: BackendRegistry = {
   fake: {
     isolation: 'none',
     summary: 'in-memory fake server, no processes (for tests and examples)',
-    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust'],
+    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust', '--project-npmrc'],
     create: async (options) => (await import('@mcpsandbox/backend-fake')).createFakeBackend(options),
   },
 };

@@ -12,7 +12,13 @@ import {
 import type { BackendStatus } from './doctor/types.js';
 
 /** Flags of `run` that some backends have no use for. */
-export type BackendScopedFlag = '--template' | '--mount' | '--allow-net' | '--state' | '--no-host-tls-trust';
+export type BackendScopedFlag =
+  | '--template'
+  | '--mount'
+  | '--allow-net'
+  | '--state'
+  | '--no-host-tls-trust'
+  | '--project-npmrc';
 
 /** A backend the program knows by name. `apps/cli` wires the built-in ones in. */
 export interface BackendEntry {

@@ -62,6 +62,8 @@ export interface RunFlags {
   autoMount?: boolean;
   installAllowNet: string[];
   installEnv: string[];
+  /** --project-npmrc: a project .npmrc in the working folder may choose npm's registry and cache. */
+  projectNpmrc?: boolean;
   quiet?: boolean;
 }
 
@@ -138,6 +140,10 @@ function withRunOptions(command: Command, defaultBackend: string): Command {
       collect,
       [],
     )
+    .option(
+      '--project-npmrc',
+      "let a project .npmrc in this folder (or above) choose npm's registry, cache and TLS settings for npx installs (default: your own npm config only)",
+    )
     .option('--template <name>', 'sandbox template (e2b)')
     .option(
       '--state <name>',
@@ -191,6 +197,7 @@ export async function planRun(
     settings.installAllowNet = flags.installAllowNet.map(parseAllowNet).join(',');
   }
   if (flags.hostTlsTrust === false) settings.hostTlsTrust = 'off';
+  if (flags.projectNpmrc === true) settings.projectNpmrc = 'on';
   if (Object.keys(installEnv.env).length > 0) settings.installEnv = JSON.stringify(installEnv.env);
   const maxLineBytes = flags.maxMessageSize
     ? parseSize(flags.maxMessageSize, '--max-message-size')
@@ -260,6 +267,7 @@ function warnIgnoredFlags(flags: RunFlags, registry: BackendRegistry, logger: Lo
     '--mount': flags.mount.length > 0,
     '--allow-net': flags.allowNet.length > 0,
     '--no-host-tls-trust': flags.hostTlsTrust === false,
+    '--project-npmrc': flags.projectNpmrc === true,
   };
   for (const flag of entry?.ignores ?? []) {
     if (!given[flag]) continue;
