@@ -1,5 +1,6 @@
 // Turns raw results into the markdown tables printed on stdout and the PASS/MISS target lines.
 import { mb } from './lib/proc.mjs';
+import { serveTables, serveTargets } from './lib/serve-report.mjs';
 import { round } from './lib/stats.mjs';
 
 const dash = '—';
@@ -202,6 +203,8 @@ export function renderTables(results) {
       '',
     );
   }
+
+  if (results.serve) out.push(...serveTables(results.serve, results.settings?.serve));
 
   if (egress) {
     out.push('### Egress: one HTTPS request on a new connection, inside `local`, ms (median)', '');
@@ -432,6 +435,7 @@ export function checkTargets(results) {
       'bounded while the client stops reading (RSS growth ≤ 4 MiB)',
       `${mb(paused.beforeKiB)} → max ${mb(paused.maxDuringPauseKiB)} MiB over ${paused.pauseSeconds} s`,
     );
+  if (results.serve) serveTargets(results.serve, add);
   return lines;
 }
 

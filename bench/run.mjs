@@ -18,6 +18,7 @@ import {
   UNBENCHABLE,
   VM_APP,
 } from './lib/env.mjs';
+import { httpFronts, supergatewayCli } from './lib/http-targets.mjs';
 import { BIN_NODE_OPTIONS, bridgeTarget, directTarget, startSession, tempTrace } from './lib/targets.mjs';
 import { checkTargets, renderTables, renderTargets } from './report.mjs';
 import { BIG_BYTES, measureBigMessages } from './suites/big-message.mjs';
@@ -26,6 +27,7 @@ import { measureEgress } from './suites/egress.mjs';
 import { measureLatency } from './suites/latency.mjs';
 import { measurePausedClient, measureSteadyMemory } from './suites/memory.mjs';
 import { measureNpxFirstStarts } from './suites/npx-first.mjs';
+import { measureServe } from './suites/serve.mjs';
 import { measureSessions } from './suites/session.mjs';
 import { measureThroughput } from './suites/throughput.mjs';
 import { runVmSandboxBench } from './suites/vm-sandbox.mjs';
@@ -38,6 +40,7 @@ const SUITES = [
   'big',
   'cold',
   'egress',
+  'serve',
   'npx-first',
   'vm-sandbox',
 ];
@@ -85,6 +88,9 @@ const settings = {
   egress: quick ? { rounds: 10 } : { rounds: 50 },
   memory: quick ? { checkpoints: [2_000, 10_000] } : { checkpoints: [10_000, 100_000] },
   paused: { pauseSeconds: quick ? 2 : 5 },
+  serve: quick
+    ? { clients: 4, rounds: 2, roundSeconds: 0.5, warmupSeconds: 0.25 }
+    : { clients: 4, rounds: 5, roundSeconds: 1, warmupSeconds: 0.5 },
 };
 
 const log = (text) => process.stderr.write(`[bench] ${text}\n`);
@@ -348,6 +354,17 @@ if (wanted('cold')) {
 if (wanted('egress')) {
   log('egress: one HTTPS request, transparent vs CONNECT');
   results.egress = targets.local ? await measureEgress(settings.egress) : { skipped: skipped.local };
+}
+
+if (wanted('serve')) {
+  log('serve: direct, serve (local), serve --backend none, supergateway, in both eras (interleaved)');
+  const supergateway = supergatewayCli();
+  results.settings.supergateway = supergateway.version ?? supergateway.missing;
+  const fronts = httpFronts({ supergateway });
+  results.serve = await measureServe(fronts, settings.serve, log);
+  if (!supergateway.bin)
+    for (const era of Object.keys(results.serve))
+      results.serve[era].supergateway = { error: supergateway.missing };
 }
 
 if (wanted('npx-first') && !flags['no-npx']) {

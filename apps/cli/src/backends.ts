@@ -7,6 +7,7 @@ import { takeEarlyLocalStart, takeEarlyStart } from './early-start.js';
 /** The backends that ship with the binary. This is the one place that names them. */
 export const builtInBackends: BackendRegistry = {
   local: {
+    isolation: 'os',
     summary:
       "OS sandbox on this machine: bubblewrap on Linux (default), srt's Seatbelt on macOS, srt on Windows",
     ignores: ['--template'],
@@ -21,6 +22,7 @@ export const builtInBackends: BackendRegistry = {
         : (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
   },
   srt: {
+    isolation: 'os',
     summary: "Anthropic's sandbox-runtime: Seatbelt on macOS, bubblewrap on Linux, srt-win on Windows",
     ignores: ['--template'],
     create: async (options) => (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
@@ -31,15 +33,17 @@ export const builtInBackends: BackendRegistry = {
     },
   },
   e2b: {
+    isolation: 'microvm',
     summary: 'E2B Firecracker micro-VM in the cloud (needs E2B_API_KEY)',
     // Each VM is new: nothing of a session is kept; no host TLS trust crosses into the cloud.
-    ignores: ['--state', '--no-host-tls-trust'],
+    ignores: ['--state', '--no-host-tls-trust', '--project-npmrc'],
     create: async (options) => (await import('@mcpsandbox/backend-e2b')).createE2BBackend(options),
   },
   vm: {
+    isolation: 'language',
     summary: 'JavaScript MCP apps in a hardened node:vm worker, inside the local OS sandbox when usable',
     // The worker gets no files and no network of the host's: an app reaches out only through the host.
-    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust'],
+    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust', '--project-npmrc'],
     create: async (options) => {
       const [{ createVmBackend }, local] = await Promise.all([
         import('@mcpsandbox/vm-sandbox'),
@@ -66,17 +70,19 @@ export const builtInBackends: BackendRegistry = {
     },
   },
   none: {
+    isolation: 'none',
     summary: 'no sandbox: a plain child process (for trusted servers and measuring)',
     // The host's own files and network are all reachable anyway.
-    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust'],
+    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust', '--project-npmrc'],
     // Its own entry: a plain child process needs none of the OS sandbox's egress stack at start.
     // The binary may have started the server already (early-start.ts): its sandbox takes it.
     create: async (options) =>
       (await import('@mcpsandbox/backend-local/none')).createNoneBackend({ ...options, takeEarlyStart }),
   },
   fake: {
+    isolation: 'none',
     summary: 'in-memory fake server, no processes (for tests and examples)',
-    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust'],
+    ignores: ['--template', '--mount', '--allow-net', '--state', '--no-host-tls-trust', '--project-npmrc'],
     create: async (options) => (await import('@mcpsandbox/backend-fake')).createFakeBackend(options),
   },
 };

@@ -1,13 +1,22 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVERYTHING } from './helpers.js';
+import { BIN, EVERYTHING } from './helpers.js';
 
 // The binary as a user installs it from a tarball: only the app is packed, and plain
 // `npm install -g` installs it with no other file of this repository. Its workspace code is
@@ -21,6 +30,8 @@ const PNPM = ['--yes', 'pnpm@12.4.2'];
 let root: string;
 let prefix: string;
 let tarball: string;
+/** A project that installed the same tarball as a dependency (`npm install ./mcp-sandbox-*.tgz`). */
+let project: string;
 const env = () => ({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' });
 const installed = () => join(prefix, 'lib', 'node_modules', 'mcp-sandbox');
 const bin = () => join(prefix, 'bin', 'mcp-sandbox');
@@ -39,7 +50,16 @@ beforeAll(async () => {
     // npm keeps the whole environment: this machine's proxy and TLS trust settings reach the registry.
     { cwd: root, maxBuffer: 16 * 2 ** 20 },
   );
-  process.stdout.write(`installed ${tarball} alone with npm install -g --prefix ${prefix}\n`);
+  project = join(root, 'project');
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'a-project', private: true }));
+  await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball], {
+    cwd: project,
+    maxBuffer: 16 * 2 ** 20,
+  });
+  process.stdout.write(
+    `installed ${tarball} alone with npm install -g --prefix ${prefix}, and into ${project}\n`,
+  );
 }, 600_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -104,4 +124,67 @@ describe('the app tarball alone, installed with npm install -g', () => {
     expect(stdout).toMatch(/✓ backend local \(default\): usable/);
     expect(stdout).toMatch(/✓ backend vm: usable: ran a trial program/);
   });
+});
+
+describe('wrap with the default launcher writes entries a client can start', () => {
+  // README's Install section: the tarball installed globally or into a project, or a source build.
+  // None came from the registry, so none may be started as `npx -y mcp-sandbox@<version>`: npm
+  // does not have this build. Each entry is started exactly as a client starts it.
+  const starters: Array<[string, () => { argv: string[]; cwd: string }]> = [
+    ['a global install of the tarball', () => ({ argv: [bin()], cwd: root })],
+    [
+      'a project install of the tarball',
+      () => ({ argv: [join(project, 'node_modules', '.bin', 'mcp-sandbox')], cwd: project }),
+    ],
+    ['a source build', () => ({ argv: [process.execPath, BIN], cwd: root })],
+  ];
+
+  it.each(starters)(
+    '%s',
+    async (_, starter) => {
+      const { argv, cwd } = starter();
+      const home = mkdtempSync(join(root, 'home-'));
+      const config = join(home, 'claude_desktop_config.json');
+      writeFileSync(
+        config,
+        JSON.stringify({ mcpServers: { everything: { command: 'node', args: [EVERYTHING, 'stdio'] } } }),
+      );
+      const [command = '', ...pre] = argv;
+      const wrapped = await run(
+        command,
+        [...pre, 'wrap', '--client', 'claude-desktop', '--config', config, '--all', '--mount', `${REPO}:ro`],
+        { cwd, env: { HOME: home, PATH: process.env.PATH ?? '' } },
+      );
+      expect(wrapped.stderr).toContain('everything: wrapped');
+      const entry = (
+        JSON.parse(readFileSync(config, 'utf8')) as {
+          mcpServers: { everything: { command: string; args: string[]; env?: Record<string, string> } };
+        }
+      ).mcpServers.everything;
+      const transport = new StdioClientTransport({
+        command: entry.command,
+        args: entry.args,
+        env: { ...getDefaultEnvironment(), ...entry.env },
+        cwd: home,
+        stderr: 'pipe',
+      });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const client = new Client({ name: 'wrapped-entry', version: '1.0.0' }, { capabilities: {} });
+      try {
+        await client.connect(transport);
+        expect((await client.listTools()).tools).toHaveLength(13);
+      } catch (error) {
+        throw new Error(
+          `${entry.command} ${entry.args.join(' ')} did not start: ${(error as Error).message}\n${stderr}`,
+        );
+      } finally {
+        await client.close();
+      }
+      expect(stderr).toContain('backend local, isolation os');
+    },
+    60_000,
+  );
 });

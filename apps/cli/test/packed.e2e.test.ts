@@ -191,7 +191,7 @@ describe('the packed packages, installed with npm', () => {
     expect(failed.code).toBe(127);
   });
 
-  it('wrap writes the installed version and the launcher it was given; the entry starts as a client starts it', async () => {
+  it('wrap writes this binary by its path (a tarball install is not from a registry), or the launcher it was given; the entry starts as a client starts it', async () => {
     const config = join(root, 'claude_desktop_config.json');
     writeFileSync(
       config,
@@ -206,18 +206,16 @@ describe('the packed packages, installed with npm', () => {
       ),
     );
     const home = { HOME: process.env.HOME ?? '/', PATH: process.env.PATH ?? '' };
-    // The default launcher names the version of the package installed here, read at run time.
-    const version = (
-      JSON.parse(readFileSync(join(app, 'node_modules', 'mcp-sandbox', 'package.json'), 'utf8')) as {
-        version: string;
-      }
-    ).version;
+    // Installed from tarballs, not from a registry: the default launcher is this binary by its
+    // path, never `npx -y mcp-sandbox@<version>` (npm may not have this build).
     const dry = await run(
       bin(),
       ['wrap', '--client', 'claude-desktop', '--config', config, '--all', '--dry-run'],
       { cwd: app, env: home },
     );
-    expect(dry.stderr).toContain(`"mcp-sandbox@${version}"`);
+    expect(dry.stderr).not.toContain('"mcp-sandbox@');
+    expect(dry.stderr).toContain(JSON.stringify(realpathSync(bin())));
+    expect(dry.stderr).toContain('was not installed from a registry');
 
     // The launcher is the packed install's bin.js: nothing in its path says mcp-sandbox.
     await run(

@@ -126,7 +126,7 @@ describe('every entry a source build wraps starts, as the client starts it', () 
       `${REPO}:ro`,
     ]).result;
     expect(wrapped.code).toBe(0);
-    expect(wrapped.stderr).toContain('is not an npm install of that version');
+    expect(wrapped.stderr).toContain('was not installed from a registry');
     const entries = (JSON.parse(readFileSync(config, 'utf8')) as { mcpServers: Record<string, Entry> })
       .mcpServers;
     for (const [name, entry] of Object.entries(entries)) {

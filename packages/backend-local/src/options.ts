@@ -27,6 +27,10 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
    * itself. Otherwise a first install runs in a detached worker that outlives an abandoned start.
    */
   readonly inlineInstall?: boolean;
+  /** The install worker: the integrity the asking start pinned, which the install must have. */
+  readonly pinnedIntegrity?: string;
+  /** The install worker: host paths the asking session mounts read-write (never the npm cache). */
+  readonly sessionWritable?: readonly string[];
   /** Replaces the start-up probe (diagnostics and tests). */
   readonly probe?: () => Promise<LocalSandboxInfo>;
   /** Replaces DNS for the egress proxy (tests). */

@@ -3,7 +3,7 @@
  * would, and serves a hostile package from a registry on loopback.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -26,22 +26,34 @@ export interface Running {
   readonly call: (name: string, args?: Record<string, unknown>) => Promise<Record<string, unknown>>;
 }
 
-/** The suite's pin lock (vitest.shared.ts sets one): the bridges of these tests keep their pins there. */
-function suitePinLock(): string {
+/**
+ * The suite's pin lock (vitest.shared.ts sets one): the bridges of these tests keep their pins
+ * there. A pin binds name@version to one tarball whichever registry serves it, and each loopback
+ * registry packs its own tarball of the same name@version: a start given a registry
+ * (`npmRegistry=`) keeps its pins in a lock of that registry's own, beside the suite's.
+ */
+function suitePinLock(args: readonly string[]): string {
   const lock = process.env.MCP_SANDBOX_PIN_LOCK;
   if (!lock) throw new Error('MCP_SANDBOX_PIN_LOCK is not set: run these tests with their vitest config');
-  return lock;
+  const registry = args.find((arg) => arg.startsWith('npmRegistry='));
+  if (!registry) return lock;
+  return `${lock}.${createHash('sha256').update(registry).digest('hex').slice(0, 16)}.json`;
 }
 
 /** `mcp-sandbox run <args>` with the real SDK client over stdio. */
-export async function runBin(args: readonly string[], env: Record<string, string> = {}): Promise<Running> {
+export async function runBin(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  options: { readonly cwd?: string } = {},
+): Promise<Running> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'run', ...args],
+    ...(options.cwd ? { cwd: options.cwd } : {}),
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/',
-      MCP_SANDBOX_PIN_LOCK: suitePinLock(),
+      MCP_SANDBOX_PIN_LOCK: suitePinLock(args),
       ...env,
     },
     stderr: 'pipe',
@@ -70,7 +82,7 @@ export async function runToExit(
   options: { readonly input?: string; readonly env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, 'run', ...args], {
-    env: options.env ?? process.env,
+    env: options.env ?? { ...process.env, MCP_SANDBOX_PIN_LOCK: suitePinLock(args) },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -105,6 +117,8 @@ export interface Registry {
   readonly tarballs: () => number;
   /** How many times the package's document (packument) was asked for. */
   readonly packuments: () => number;
+  /** Requests npm made (its user agent says so), as opposed to the host's own questions. */
+  readonly npmRequests: () => number;
   /** From now on, answer 404 for the package, as a registry does for a private one to a stranger. */
   hide(): void;
   close(): Promise<void>;
@@ -119,25 +133,37 @@ export const HOSTILE_PACKAGE = 'hostile-install';
 export async function startRegistry(
   config: AttackConfig | Record<string, unknown>,
   name: string = HOSTILE_PACKAGE,
-  options: { readonly port?: number } = {},
+  options: {
+    readonly port?: number;
+    /**
+     * Serve npm (its user agent) another tarball of the same name@version than the host's own
+     * questions get: an install that differs from what was pinned, as a poisoned cache gives.
+     */
+    readonly impostorForNpm?: boolean;
+  } = {},
 ): Promise<Registry> {
   const beacons: Array<Record<string, unknown>> = [];
   let tarballs = 0;
   let packuments = 0;
+  let npmRequests = 0;
   let hidden = false;
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.2', resolve));
   // A path of its own: the pin lock keys pins by registry address, each registry packs its
-  // tarball anew, and the kernel may hand a later registry the port of an earlier one.
-  const url = `http://127.0.0.2:${(server.address() as { port: number }).port}/${randomUUID()}/`;
+  // tarball anew, and the kernel may hand a later registry the port of an earlier one. Not a
+  // UUID: npm takes one for a token and will not say a registry URL holding it.
+  const url = `http://127.0.0.2:${(server.address() as { port: number }).port}/${randomBytes(12).toString('hex')}/`;
   const prefix = new URL(url).pathname.slice(0, -1);
   const tarball = packFixture(name, { ...config, registry: url });
+  const impostor = options.impostorForNpm
+    ? packFixture(name, { ...config, registry: url, impostor: true })
+    : tarball;
   const manifest = JSON.parse(readFileSync(join(FIXTURES, name, 'package.json'), 'utf8')) as Record<
     string,
     unknown
   >;
   const tarballPath = `/${name}/-/${name}-1.0.0.tgz`;
-  const packument = {
+  const packumentOf = (bytes: Buffer) => ({
     name,
     'dist-tags': { latest: '1.0.0' },
     versions: {
@@ -146,16 +172,19 @@ export async function startRegistry(
         hasInstallScript: true,
         dist: {
           tarball: new URL(`${prefix}${tarballPath}`, url).href,
-          shasum: createHash('sha1').update(tarball).digest('hex'),
-          integrity: `sha512-${createHash('sha512').update(tarball).digest('base64')}`,
+          shasum: createHash('sha1').update(bytes).digest('hex'),
+          integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}`,
         },
       },
     },
-  };
+  });
   server.on('request', (request, response) => {
     const full = new URL(request.url ?? '/', url).pathname;
     // Only this registry's own path is served: anything else is another registry's address.
     const path = full.startsWith(`${prefix}/`) ? full.slice(prefix.length) : '/not-this-registry';
+    const fromNpm = /^npm\//.test(request.headers['user-agent'] ?? '');
+    if (fromNpm) npmRequests++;
+    const served = fromNpm ? impostor : tarball;
     if (request.method === 'POST' && path === '/beacon') {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -174,11 +203,11 @@ export async function startRegistry(
     } else if (path === `/${name}`) {
       packuments++;
       response.setHeader('content-type', 'application/json');
-      response.end(JSON.stringify(packument));
+      response.end(JSON.stringify(packumentOf(served)));
     } else if (path === tarballPath) {
       tarballs++;
       response.setHeader('content-type', 'application/octet-stream');
-      response.end(tarball);
+      response.end(served);
     } else {
       response.statusCode = 404;
       response.end('{}');
@@ -189,6 +218,7 @@ export async function startRegistry(
     beacons,
     tarballs: () => tarballs,
     packuments: () => packuments,
+    npmRequests: () => npmRequests,
     hide: () => {
       hidden = true;
     },

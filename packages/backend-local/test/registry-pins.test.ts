@@ -1,11 +1,10 @@
 /**
- * The loopback registries of these tests and the pin lock. Each registry packs its tarball anew,
- * so the same name@version is a different tarball at each; a pin is kept by registry address. Two
- * registries started one after the other may get the same port from the kernel: unless each has
- * an address of its own, the second install is refused as a swapped tarball (a failure that came
- * and went with the ports handed out, in whichever test drew a reused one).
+ * A pin binds a package identity (name@version) to one tarball, whichever registry serves it
+ * (issue 30, finding 4: pins were kept per registry, so a registry named by a sandbox-written
+ * `.npmrc` got a fresh pin for its own tarball). Each loopback registry of these tests packs
+ * its own tarball of the same name@version: the second is the attacker's.
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -40,8 +39,8 @@ async function startServer(url: string, lock: string, cache: string): Promise<vo
   await running.client.close();
 }
 
-describe('loopback registries of the tests', () => {
-  it('a registry on the port an earlier one had is a registry of its own to the pin lock', {
+describe('pins keyed by package identity', () => {
+  it('the same name@version from another registry with another tarball is refused, naming both', {
     timeout: 120_000,
   }, async () => {
     const lock = join(work, 'npx-lock.json');
@@ -51,18 +50,30 @@ describe('loopback registries of the tests', () => {
       return dir;
     };
     const first = await startRegistry(config);
-    const port = Number(new URL(first.url).port);
+    const second = await startRegistry({ ...config, other: true });
     try {
       await startServer(first.url, lock, cache('first'));
+      const pinned = JSON.parse(readFileSync(lock, 'utf8')) as {
+        v: number;
+        pins: Array<Record<string, string>>;
+      };
+      expect(pinned.pins).toEqual([expect.objectContaining({ name: HOSTILE_PACKAGE, registry: first.url })]);
+      const integrity = pinned.pins[0]?.integrity ?? '';
+      // Before: a fresh pin for the second registry, and its tarball installed and started.
+      const refused = await startServer(second.url, lock, cache('second')).then(
+        () => undefined,
+        (error: unknown) => error as Error,
+      );
+      expect(refused, 'the second registry should have been refused').toBeInstanceOf(Error);
+      expect(refused?.message).toContain(`(not ${first.url}, where it was pinned)`);
+      expect(refused?.message).toContain(`pinned ${integrity}`);
+      expect(refused?.message).toMatch(/different tarball for hostile-install@1\.0\.0: sha512-/);
+      expect(second.tarballs()).toBe(0);
+      expect(pinned.v).toBe(2);
+      // Control: the pinned registry still starts it.
+      await startServer(first.url, lock, cache('again'));
     } finally {
       await first.close();
-    }
-    const second = await startRegistry(config, HOSTILE_PACKAGE, { port });
-    try {
-      expect(new URL(second.url).port).toBe(String(port));
-      // Refused before each registry had an address of its own: "now serves a different tarball".
-      await startServer(second.url, lock, cache('second'));
-    } finally {
       await second.close();
     }
   });

@@ -65,6 +65,8 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
       const npm: NpxCacheOptions = {
         cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultNpmCache(hostEnv, home, false),
         hostEnv,
+        // `--project-npmrc`: a project .npmrc may choose npm's settings (else the user's own only).
+        ...(settings.projectNpmrc === 'on' ? { projectNpmrc: true } : {}),
         ...(installHosts.length > 0 ? { installHosts } : {}),
         ...((options.npmRegistry ?? settings.npmRegistry)
           ? { registry: options.npmRegistry ?? settings.npmRegistry }

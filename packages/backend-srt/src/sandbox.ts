@@ -10,7 +10,7 @@ import {
   type KillSignal,
   type Logger,
   type PrepareOptions,
-  pinNpxSpec,
+  pinNpxPackage,
   type Sandbox,
   type SandboxEvent,
   SandboxFailureError,
@@ -155,7 +155,7 @@ export class SrtSandbox implements Sandbox {
       onEvent: spec.onEvent,
       logger,
       pin: (pkg, registry, trust) =>
-        pinNpxSpec(pkg, { registry, trust, lockFile: defaultPinLockFile(hostEnv, hostHome), logger }),
+        pinNpxPackage(pkg, { registry, trust, lockFile: defaultPinLockFile(hostEnv, hostHome), logger }),
       install: (argv, binds, network, env, onEvent) =>
         this.#step({
           command: translate(argv, binds),

@@ -17,10 +17,15 @@ export interface Connected {
 }
 
 /** The real SDK client over `mcp-sandbox run <args>`, client capabilities pinned to none. */
-export async function connect(args: readonly string[], env: Record<string, string>): Promise<Connected> {
+export async function connect(
+  args: readonly string[],
+  env: Record<string, string>,
+  options: { readonly cwd?: string } = {},
+): Promise<Connected> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'run', ...args],
+    ...(options.cwd ? { cwd: options.cwd } : {}),
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
     stderr: 'pipe',
   });

@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import {
   type BackendFactoryOptions,
   BackendVersionError,
+  type IsolationLevel,
   type SandboxBackend,
   SPECIFICATION_VERSION,
   UsageError,
@@ -11,12 +12,23 @@ import {
 import type { BackendStatus } from './doctor/types.js';
 
 /** Flags of `run` that some backends have no use for. */
-export type BackendScopedFlag = '--template' | '--mount' | '--allow-net' | '--state' | '--no-host-tls-trust';
+export type BackendScopedFlag =
+  | '--template'
+  | '--mount'
+  | '--allow-net'
+  | '--state'
+  | '--no-host-tls-trust'
+  | '--project-npmrc';
 
 /** A backend the program knows by name. `apps/cli` wires the built-in ones in. */
 export interface BackendEntry {
   /** One line for `--help`. */
   readonly summary: string;
+  /**
+   * The isolation it gives, as its sessions will report it. `ls` counts a config entry sandboxed
+   * only on a backend declared `os` or stronger; one that declares none never counts.
+   */
+  readonly isolation?: IsolationLevel;
   /** Flags this backend does not apply: given anyway, they are named in a warning at start. */
   readonly ignores?: readonly BackendScopedFlag[];
   /** May load the backend's module on demand, so a binary pays only for the backend it runs. */

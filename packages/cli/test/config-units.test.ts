@@ -224,7 +224,11 @@ describe('recognising a wrapped entry', () => {
       { launcher: ['C:\\npm\\mcp-sandbox.cmd'], runArgs: [], server: ['x'] },
     ],
   ])('%j', (argv, expected) => {
-    expect(parseWrapped(argv[0] as string, argv.slice(1))).toEqual(expected);
+    const parsed = parseWrapped(argv[0] as string, argv.slice(1));
+    expect(parsed).toMatchObject(expected);
+    // Read by run's own parser: the backend only when given.
+    expect(parsed?.backend).toBe((expected as { backend?: string }).backend);
+    expect(parsed?.run?.command).toEqual(expected.server);
   });
 
   it.each([
@@ -268,6 +272,8 @@ it('run options unknown to the parser are kept whole when "--" closes them', () 
     launcher: ['npx', '-y', 'mcp-sandbox@1'],
     runArgs: ['--allow-tool', 'read_*', '--future-flag', 'v'],
     server: ['srv', '--', 'x'],
+    // run refuses an option it does not know: the entry never starts as it stands.
+    refused: "unknown option '--future-flag'",
   });
   // A hand-written entry without run options: the server's own "--" is its own.
   expect(parseWrapped('mcp-sandbox', ['run', 'npx', '-y', 'foo', '--', 'bar'])?.server).toEqual([

@@ -37,9 +37,12 @@ export function sandboxHome() {
     const stdout = new Collect();
     const stderr = new Collect();
     const code = await runCli(args, {
+      // Stand-ins for the binary's backends, with the isolation each declares: ls judges entries by it.
       backends: {
-        fake: { summary: 'fake', create: createFakeBackend },
-        local: { summary: 'pretend local', create: createFakeBackend },
+        fake: { summary: 'fake', isolation: 'os', create: createFakeBackend },
+        local: { summary: 'pretend local', isolation: 'os', create: createFakeBackend },
+        e2b: { summary: 'pretend e2b', isolation: 'microvm', create: createFakeBackend },
+        none: { summary: 'pretend none', isolation: 'none', create: createFakeBackend },
       },
       defaultBackend: 'local',
       version: '1.2.3',

@@ -757,6 +757,44 @@ describe('what wrap and ls tell the user', () => {
     expect(json[1]?.servers[0]?.launcher).toBe('npx -y mcp-sandbox@1.2.3');
   });
 
+  it('an entry with our launcher but a weak backend: unwrap restores it, wrap --update replaces its options, plain wrap sandboxes it whole', async () => {
+    h = sandboxHome();
+    const file = join(h.home, '.claude.json');
+    const weak = {
+      command: 'npx',
+      args: ['-y', 'mcp-sandbox@1.2.3', 'run', '--backend', 'none', '--', 'srv', '-x'],
+    };
+    const text = `${JSON.stringify({ mcpServers: { weak } })}\n`;
+    const entry = () =>
+      (JSON.parse(readFileSync(file, 'utf8')) as { mcpServers: { weak: typeof weak } }).mcpServers.weak;
+    h.put(file, text);
+    const ls = await h.run(['ls', '--client', 'claude-code']);
+    expect(ls.stdout).toMatch(/^ {2}weak +✗ not sandboxed /m);
+    expect(ls.stdout).toContain('✗ --backend none: no sandbox');
+
+    expect((await h.run(['unwrap', '--client', 'claude-code', '--all'])).code).toBe(0);
+    expect(entry()).toEqual({ command: 'srv', args: ['-x'] });
+
+    h.put(file, text);
+    expect(
+      (await h.run(['wrap', '--client', 'claude-code', '--all', '--update', '--backend', 'local'])).code,
+    ).toBe(0);
+    expect(entry().args).toEqual(['-y', 'mcp-sandbox@1.2.3', 'run', '--backend', 'local', '--', 'srv', '-x']);
+    expect((await h.run(['ls', '--client', 'claude-code'])).stdout).toMatch(
+      /^ {2}weak +✓ sandboxed, backend local /m,
+    );
+
+    // Asked for by the user, a weak option is written, and said first.
+    const asked = await h.run(['wrap', '--client', 'claude-code', '--all', '--dry-run', '--backend', 'none']);
+    expect(asked.stderr).toContain(
+      '--backend none: no sandbox, the server runs with your user, files and network: the entries wrapped with it will not count as sandboxed',
+    );
+
+    h.put(file, text);
+    expect((await h.run(['wrap', '--client', 'claude-code', '--all'])).code).toBe(0);
+    expect(entry().args).toEqual(['-y', 'mcp-sandbox@1.2.3', 'run', '--', 'npx', ...weak.args]);
+  });
+
   it('a known writer of its own data wrapped without --keep-state gets a note; with it, none', async () => {
     h = sandboxHome();
     const file = join(h.project, '.mcp.json');

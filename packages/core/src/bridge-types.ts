@@ -3,6 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { ExitStatus, SandboxBackend, SandboxSpec } from './contract.js';
 import type { SandboxError } from './errors.js';
 import type { Logger } from './logger.js';
+import type { MountHint } from './path-hints.js';
 import type { ToolPolicy } from './policy.js';
 import type { SecretSet } from './secrets.js';
 import type { TraceSink } from './trace.js';
@@ -36,6 +37,11 @@ export interface BridgeOptions {
    * names one, stderr says which `--env` flag passes it.
    */
   readonly withheldEnv?: readonly string[];
+  /**
+   * Host paths the server's command line names that the sandbox does not show: when the server's
+   * stderr or an error it returns names one, stderr says which `--mount` shows it.
+   */
+  readonly mountHints?: readonly MountHint[];
   /** The client's side: what it sends. */
   readonly input: Readable;
   /** The client's side: protocol only. */

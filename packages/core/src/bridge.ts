@@ -25,6 +25,7 @@ import {
   type MessageInfo,
 } from './jsonrpc.js';
 import { redactLogger } from './logger.js';
+import { combineHints, HostPathHints, type ServerOutputHints } from './path-hints.js';
 import { asSecretSet, type Redactor, type SecretSet } from './secrets.js';
 import { errorCode, errorMessage, printable, sessionExitCode, unavailableMessage } from './session-end.js';
 import { relayStderr, writeStream } from './stderr-relay.js';
@@ -68,7 +69,7 @@ class Bridge {
   readonly #inflight: InFlightRequests;
   /** With a tool policy: what it lets through, both ways. */
   readonly #gate: ToolGate | undefined;
-  readonly #hints: WithheldEnvHints | undefined;
+  readonly #hints: ServerOutputHints | undefined;
   #sandbox: Sandbox | undefined;
   #proc: SandboxProcess | undefined;
   #serverStatus: ExitStatus | undefined;
@@ -96,8 +97,10 @@ class Bridge {
     this.#gate = policy
       ? new ToolGate({ policy, inflight: this.#inflight, logger: this.#o.logger, trace: options.trace })
       : undefined;
-    const hints = new WithheldEnvHints(options.withheldEnv ?? [], this.#o.logger, options.trace);
-    this.#hints = hints.active ? hints : undefined;
+    this.#hints = combineHints([
+      new WithheldEnvHints(options.withheldEnv ?? [], this.#o.logger, options.trace),
+      new HostPathHints(options.mountHints ?? [], this.#o.logger, options.trace),
+    ]);
     this.done = this.#result.promise;
 
     const { backend, spec } = options;
@@ -360,7 +363,7 @@ class Bridge {
   }
 
   /** The server's stderr (and setup output) on the user's; `hints` for the server's own only. */
-  #pumpStderr(stream: AsyncIterable<Uint8Array>, hints?: WithheldEnvHints): Promise<void> {
+  #pumpStderr(stream: AsyncIterable<Uint8Array>, hints?: ServerOutputHints): Promise<void> {
     return relayStderr(stream, {
       out: this.#o.errorOutput,
       logger: this.#o.logger,

@@ -91,9 +91,11 @@ export {
   type NpmSelector,
   type NpxPin,
   PinChangedError,
+  type PinnedSpec,
   type PinOptions,
   type PinUpdate,
   parseRegistrySpec,
+  pinNpxPackage,
   pinNpxSpec,
   RegistryError,
   type RegistryTrust,
@@ -102,6 +104,7 @@ export {
   resolveFromRegistry,
   updatePins,
 } from './npx-pin.js';
+export type { MountHint } from './path-hints.js';
 export { PendingBytes } from './pending-bytes.js';
 export {
   digestTool,

@@ -1,20 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readSync,
-  renameSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SandboxError, UsageError } from './errors.js';
 import type { Logger } from './logger.js';
 import { PendingBytes } from './pending-bytes.js';
+import { type NpxPin, PIN_INTEGRITY, PIN_NAME, PIN_VERSION, readPinLock, updatePinLock } from './pin-lock.js';
 import { nodeUsesOtherRoots, registryCa } from './registry-ca.js';
+
+export { type NpxPin, PIN_LOCK_VERSION, readPinLock } from './pin-lock.js';
 
 /**
  * Pinned `npx -y` installs. A new version of a package people run with `npx -y` is how the
@@ -23,20 +15,17 @@ import { nodeUsesOtherRoots, registryCa } from './registry-ca.js';
  * that version, and a different resolution (a new version behind the tag, a changed tarball) is
  * refused until the user accepts it with `mcp-sandbox update <pkg>`. Only the top-level package
  * is pinned; its dependencies resolve as npm resolves them.
+ *
+ * A pin binds a package identity, name@version, to one integrity, whichever registry serves
+ * it: another registry (a changed `registry` setting, a project `.npmrc`) serving the same
+ * name@version as another tarball is refused, and the install itself is compared with the pin
+ * before the server starts (see the install step).
  */
 
-export const PIN_LOCK_VERSION = 1;
-
-/** A pinned resolution of one `npx -y` spec from one registry. */
-export interface NpxPin {
-  readonly registry: string;
-  /** The spec as the command gave it: `pkg`, `pkg@latest`, `@scope/pkg@1.2.3`. */
+/** The exact spec to install, and the integrity the install must have (absent: not pinned). */
+export interface PinnedSpec {
   readonly spec: string;
-  readonly name: string;
-  readonly version: string;
-  /** npm's `dist.integrity` of that version's tarball (`sha512-…`). */
-  readonly integrity: string;
-  readonly pinnedAt: string;
+  readonly integrity?: string;
 }
 
 /** A pinned package resolves differently now: refused until `mcp-sandbox update`. */
@@ -64,10 +53,10 @@ export function defaultPinLockFile(env: Readonly<Record<string, string | undefin
   return join(state, 'mcp-sandbox', 'npx-lock.json');
 }
 
-const NAME = /^(?:@[A-Za-z0-9][A-Za-z0-9._~-]*\/)?[A-Za-z0-9][A-Za-z0-9._~-]*$/;
-const VERSION = /^\d{1,9}\.\d{1,9}\.\d{1,9}(?:-[0-9A-Za-z.-]{1,64})?(?:\+[0-9A-Za-z.-]{1,64})?$/;
+const NAME = PIN_NAME;
+const VERSION = PIN_VERSION;
 const TAG = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
-const INTEGRITY = /^sha(?:256|384|512)-[A-Za-z0-9+/]{20,100}={0,2}$/;
+const INTEGRITY = PIN_INTEGRITY;
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
 
 export type NpmSelector = { readonly kind: 'tag' | 'version'; readonly value: string };
@@ -220,76 +209,12 @@ function readText(file: string | undefined): string | undefined {
   }
 }
 
-interface LockFile {
-  v: number;
-  pins: NpxPin[];
-}
+/** The pins recorded for `spec`: each must agree with what it resolves to now. */
+const forSpec = (pins: readonly NpxPin[], spec: string) => pins.filter((pin) => pin.spec === spec);
 
-/** Reads the lock file in full; a missing file is empty, a damaged one is an error (fail closed). */
-export function readPinLock(file: string): LockFile {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { v: PIN_LOCK_VERSION, pins: [] };
-    throw new UsageError(`cannot read the pin lock ${file}: ${(error as Error).message}`, { cause: error });
-  }
-  let text: string;
-  try {
-    const size = fstatSync(fd).size;
-    if (size > 16 * 2 ** 20) throw new UsageError(`the pin lock ${file} is too large`);
-    const buffer = Buffer.alloc(size);
-    let read = 0;
-    while (read < size) {
-      const n = readSync(fd, buffer, read, size - read, read);
-      if (n === 0) break;
-      read += n;
-    }
-    text = buffer.subarray(0, read).toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
-  const fail = () =>
-    new UsageError(`the pin lock ${file} is damaged; fix or remove it (every package is then pinned anew)`);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw fail();
-  }
-  const lock = value as Partial<LockFile> | null;
-  if (!lock || lock.v !== PIN_LOCK_VERSION || !Array.isArray(lock.pins)) throw fail();
-  for (const pin of lock.pins) {
-    const ok =
-      pin &&
-      typeof pin.registry === 'string' &&
-      typeof pin.spec === 'string' &&
-      typeof pin.name === 'string' &&
-      NAME.test(pin.name) &&
-      typeof pin.version === 'string' &&
-      VERSION.test(pin.version) &&
-      typeof pin.integrity === 'string' &&
-      INTEGRITY.test(pin.integrity) &&
-      typeof pin.pinnedAt === 'string';
-    if (!ok) throw fail();
-  }
-  return { v: PIN_LOCK_VERSION, pins: lock.pins };
-}
-
-/** Re-reads, changes and replaces the lock file atomically (0600, in a 0700 directory). */
-export function updatePinLock(file: string, change: (pins: NpxPin[]) => NpxPin[]): void {
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const pins = change(readPinLock(file).pins);
-  const temp = `${file}.${randomUUID()}.tmp`;
-  writeFileSync(temp, `${JSON.stringify({ v: PIN_LOCK_VERSION, pins }, null, 2)}\n`, {
-    mode: 0o600,
-    flag: 'wx',
-  });
-  renameSync(temp, file);
-}
-
-const sameKey = (pin: NpxPin, registry: string, spec: string) =>
-  pin.registry === registry && pin.spec === spec;
+/** The pins of one package identity, from whichever spec and registry. */
+const forIdentity = (pins: readonly NpxPin[], name: string, version: string) =>
+  pins.filter((pin) => pin.name === name && pin.version === version);
 
 export interface PinOptions {
   readonly registry: string;
@@ -304,55 +229,97 @@ export interface PinOptions {
  * registry packages come back unchanged.
  */
 export async function pinNpxSpec(spec: string, options: PinOptions): Promise<string> {
+  return (await pinNpxPackage(spec, options)).spec;
+}
+
+/**
+ * {@link pinNpxSpec} with the integrity the install must have: the install step compares what
+ * npm installed with it before the server starts.
+ */
+export async function pinNpxPackage(spec: string, options: PinOptions): Promise<PinnedSpec> {
   const parsed = parseRegistrySpec(spec);
-  if (!parsed) return spec;
+  if (!parsed) return { spec };
   const { registry, lockFile, logger, trust } = options;
-  const pinned = readPinLock(lockFile).pins.find((pin) => sameKey(pin, registry, spec));
+  const pinned = forSpec(readPinLock(lockFile).pins, spec);
   let now: Resolution;
   try {
     now = await resolveFromRegistry(registry, parsed.name, parsed.selector, trust ? { trust } : {});
   } catch (error) {
     // Offline with a pin: its version is what would be installed anyway (or is cached). An
     // answer that is not a valid packument is no reason to skip the check: that fails closed.
-    if (pinned && error instanceof RegistryError && error.unreachable) {
-      logger?.warn(`${error.message}; using the pinned ${pinned.name}@${pinned.version}`);
-      return `${pinned.name}@${pinned.version}`;
+    const first = pinned[0];
+    if (first && error instanceof RegistryError && error.unreachable) {
+      logger?.warn(`${error.message}; using the pinned ${first.name}@${first.version}`);
+      return { spec: `${first.name}@${first.version}`, integrity: first.integrity };
     }
     throw error;
   }
-  const update = `mcp-sandbox update ${parsed.name}`;
-  if (!pinned) {
-    updatePinLock(lockFile, (pins) => [
-      ...pins.filter((pin) => !sameKey(pin, registry, spec)),
-      {
+  const check = (pins: readonly NpxPin[]) => checkAgainstPins(pins, spec, parsed.name, registry, now);
+  check(readPinLock(lockFile).pins);
+  if (pinned.length === 0) {
+    let added = false;
+    // Checked again under the lock's mutex: another start may have pinned it meanwhile.
+    updatePinLock(lockFile, (pins) => {
+      check(pins);
+      if (forSpec(pins, spec).length > 0) return pins;
+      added = true;
+      const pin = {
         registry,
         spec,
         name: parsed.name,
         version: now.version,
         integrity: now.integrity,
         pinnedAt: new Date().toISOString(),
-      },
-    ]);
-    logger?.info(
-      `pinned ${parsed.name}@${now.version} (${short(now.integrity)}) in ${lockFile}; later starts install exactly this until ${update}`,
-    );
-  } else if (pinned.version !== now.version) {
+      };
+      return [...pins, pin];
+    });
+    if (added) {
+      logger?.info(
+        `pinned ${parsed.name}@${now.version} (${short(now.integrity)}) in ${lockFile}; later starts install exactly this until mcp-sandbox update ${parsed.name}`,
+      );
+    }
+  }
+  return { spec: `${parsed.name}@${now.version}`, integrity: now.integrity };
+}
+
+/**
+ * Refuses `now` when a pin of `spec` names another version, or a pin of the same name@version
+ * (from any spec, any registry) another integrity.
+ */
+function checkAgainstPins(
+  pins: readonly NpxPin[],
+  spec: string,
+  name: string,
+  registry: string,
+  now: Resolution,
+): void {
+  const update = `mcp-sandbox update ${name}`;
+  for (const pin of forSpec(pins, spec)) {
+    if (pin.version !== now.version) {
+      throw new PinChangedError(
+        `${spec} now resolves to ${name}@${now.version}${when(now.published)}, but ${pin.version} is pinned: ` +
+          `refusing a version you have not accepted. Review it, then run ${update}`,
+      );
+    }
+  }
+  for (const pin of forIdentity(pins, name, now.version)) {
+    if (pin.integrity === now.integrity) continue;
+    const same = pin.registry === registry;
+    const where = same
+      ? `${registry} now serves`
+      : `${registry} (not ${pin.registry}, where it was pinned) serves`;
     throw new PinChangedError(
-      `${spec} now resolves to ${parsed.name}@${now.version}${when(now.published)}, but ${pinned.version} is pinned: ` +
-        `refusing a version you have not accepted. Review it, then run ${update}`,
-    );
-  } else if (pinned.integrity !== now.integrity) {
-    throw new PinChangedError(
-      `${registry} now serves a different tarball for ${parsed.name}@${now.version} (${short(now.integrity)}, ` +
-        `pinned ${short(pinned.integrity)}): refusing it. If you trust the change, run ${update}`,
+      `${where} a different tarball for ${name}@${now.version}: ${now.integrity}, pinned ${pin.integrity}. ` +
+        `Refusing it. If you trust the change, run ${update}${same ? '' : ` --registry ${registry}`}`,
     );
   }
-  return `${parsed.name}@${now.version}`;
 }
 
 export interface PinUpdate {
   readonly spec: string;
   readonly registry: string;
+  /** `--registry`: the registry the pin is moved to. */
+  readonly newRegistry?: string;
   readonly name: string;
   readonly from: { readonly version: string; readonly integrity: string; readonly published?: string };
   readonly to: Resolution;
@@ -360,24 +327,27 @@ export interface PinUpdate {
 
 /**
  * `mcp-sandbox update <pkg>`: resolves every pin of `name` again (with publish dates), re-pins
- * each to what the registry serves now, and returns what changed.
+ * each to what the registry serves now, and returns what changed. `registry`: ask that one
+ * instead of each pin's own (`--registry`, accepting another registry's tarball), and keep it.
  */
 export async function updatePins(
   name: string,
   lockFile: string,
   trust: RegistryTrust = {},
+  registry?: string,
 ): Promise<PinUpdate[]> {
   const pins = readPinLock(lockFile).pins.filter((pin) => pin.name === name);
   const updates: PinUpdate[] = [];
   for (const pin of pins) {
     const parsed = parseRegistrySpec(pin.spec);
     if (!parsed) continue;
-    const to = await resolveFromRegistry(pin.registry, pin.name, parsed.selector, { full: true, trust });
+    const from = registry ?? pin.registry;
+    const to = await resolveFromRegistry(from, pin.name, parsed.selector, { full: true, trust });
     let fromPublished: string | undefined;
     if (pin.version !== to.version) {
       fromPublished = (
         await resolveFromRegistry(
-          pin.registry,
+          from,
           pin.name,
           { kind: 'version', value: pin.version },
           { full: true },
@@ -389,6 +359,7 @@ export async function updatePins(
     updates.push({
       spec: pin.spec,
       registry: pin.registry,
+      ...(registry ? { newRegistry: registry } : {}),
       name: pin.name,
       from: {
         version: pin.version,
@@ -400,10 +371,11 @@ export async function updatePins(
   }
   updatePinLock(lockFile, (current) =>
     current.map((pin) => {
-      const found = updates.find((u) => sameKey(pin, u.registry, u.spec));
+      const found = updates.find((u) => u.spec === pin.spec && u.registry === pin.registry);
       return found
         ? {
             ...pin,
+            registry: found.newRegistry ?? pin.registry,
             version: found.to.version,
             integrity: found.to.integrity,
             pinnedAt: new Date().toISOString(),

@@ -1,8 +1,8 @@
 /** The server's stderr (and setup output) on the user's, and writes that wait for a full stream. */
 import type { Writable } from 'node:stream';
-import type { WithheldEnvHints } from './env-hints.js';
 import { type FrameHandler, LineFramer } from './framing.js';
 import type { Logger } from './logger.js';
+import type { ServerOutputHints } from './path-hints.js';
 import type { Redactor } from './secrets.js';
 import { ControlEscaper, escapeControls } from './terminal.js';
 import type { TraceSink } from './trace.js';
@@ -17,7 +17,7 @@ export interface StderrRelayOptions {
   /** No trace and no secret to redact: chunks pass as they come, escaped, without framing. */
   readonly plain: boolean;
   /** The server's own stderr only: each chunk or line is shown to the hints after it went out. */
-  readonly hints?: WithheldEnvHints | undefined;
+  readonly hints?: ServerOutputHints | undefined;
 }
 
 /**

@@ -65,6 +65,7 @@ describe('@mcpsandbox/core public exports', () => {
         "parseHostName",
         "parseIpLiteral",
         "parseRegistrySpec",
+        "pinNpxPackage",
         "pinNpxSpec",
         "rawTopLevelValue",
         "readPinLock",

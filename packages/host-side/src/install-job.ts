@@ -5,6 +5,10 @@
 export interface InstallJob {
   /** The exact spec to install (already pinned by the start that asked). */
   readonly spec: string;
+  /** The integrity the start pinned: the install must have it, or it is refused. */
+  readonly integrity?: string;
+  /** Host paths the asking session mounts read-write: never taken for the user's npm cache. */
+  readonly writable?: readonly string[];
   readonly cacheRoot: string;
   readonly registry: string;
   readonly installHosts: readonly string[];
@@ -38,4 +42,6 @@ export interface HostNpmConfig {
   readonly strictSsl: boolean;
   /** npm's cache directory as configured (user-written: checked before any use). */
   readonly cache: string | undefined;
+  /** With `--project-npmrc` only: the file the registry came from, or the user's own config. */
+  readonly registrySource?: string;
 }

@@ -1,6 +1,12 @@
 import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { type PrepareOptions, SandboxFailureError, SetupFailedError } from '@mcpsandbox/core';
+import {
+  PinChangedError,
+  type PinnedSpec,
+  type PrepareOptions,
+  SandboxFailureError,
+  SetupFailedError,
+} from '@mcpsandbox/core';
 import {
   at,
   closeDir,
@@ -27,6 +33,7 @@ import {
   sweepStaging,
   waitForOthers,
 } from './npx/entries.js';
+import { checkInstalledIntegrity } from './npx/installed-integrity.js';
 import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-config.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
 import { installSteps, runStep, sharedCache } from './npx/steps.js';
@@ -64,18 +71,20 @@ export async function prepareNpx(
   mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
   const npmConfig = await hostNpmConfig(deps.cache);
   const registry = normalizeRegistry(deps.cache.registry ?? npmConfig.registry);
+  // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
+  const say = (text: string) => deps.logger.info(text);
+  if (deps.cache.projectNpmrc) sayRegistrySource(deps, registry, npmConfig);
   // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
-  const spec = deps.pin
+  const pinned = deps.pin
     ? await deps.pin(parsed.spec, registry, {
         caFiles: [npmConfig.cafile, deps.cache.hostEnv.NODE_EXTRA_CA_CERTS],
         strictSsl: npmConfig.strictSsl,
       })
-    : parsed.spec;
+    : { spec: parsed.spec };
+  const spec = pinned.spec;
   const key = cacheKey(registry, spec);
   const entry = join(deps.cache.cacheRoot, key);
   const inside = `${SANDBOX_NPM_ROOT}/${key}`;
-  // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
-  const say = (text: string) => deps.logger.info(text);
 
   // The cache root must be ours and writable by no one else: every rename below relies on it.
   const root = openOwnedDir(deps.cache.cacheRoot);
@@ -94,6 +103,7 @@ export async function prepareNpx(
       }
     }
     if (installed) {
+      checkEntryIntegrity(installed, pinned, entry);
       deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
     } else {
       sweepStaging(root);
@@ -101,15 +111,18 @@ export async function prepareNpx(
       const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
       const grant = `${registryUrl.hostname}:${port}`;
       installed = await waitForOthers(root, key, options, say);
-      if (installed) deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
-      else {
+      if (installed) {
+        checkEntryIntegrity(installed, pinned, entry);
+        deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
+      } else {
         say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
         deps.onEvent?.({ type: 'prepare', cache: 'miss', spec, entry, network: [grant] });
         // Checked here too, so that a fallback is said where the user sees it (not in the worker).
         sharedCache(deps, npmConfig);
         installed = deps.background
-          ? await installInBackground(root, key, spec, registry, npmConfig, options, deps.background)
-          : await install(root, key, spec, registry, grant, npmConfig, options, deps);
+          ? await installInBackground(root, key, pinned, registry, npmConfig, options, deps.background)
+          : await install(root, key, pinned, registry, grant, npmConfig, options, deps);
+        checkEntryIntegrity(installed, pinned, entry);
         deps.onEvent?.({ type: 'prepare', cache: 'stored', spec, entry });
       }
     }
@@ -125,16 +138,35 @@ export async function prepareNpx(
   }
 }
 
+/** `--project-npmrc`: which registry a project's config may have chosen, and from which file. */
+function sayRegistrySource(deps: NpxDeps, registry: string, npmConfig: HostNpmConfig): void {
+  const source = deps.cache.registry ? 'the npmRegistry setting' : npmConfig.registrySource;
+  deps.logger.warn(`--project-npmrc: npm registry ${registry} (from ${source ?? 'npm'})`);
+}
+
+/**
+ * A cache entry records the integrity its install was checked against: an entry of the same
+ * spec that holds another (or none, while a pin exists) is not what the pin binds.
+ */
+function checkEntryIntegrity(installed: Installed, pinned: PinnedSpec, entry: string): void {
+  if (pinned.integrity === undefined || installed.integrity === pinned.integrity) return;
+  throw new PinChangedError(
+    `the installed ${pinned.spec} has integrity ${installed.integrity ?? '(none recorded)'}, but ${pinned.integrity} is pinned: ` +
+      `refusing to start it; to install the pinned tarball, remove its install cache entry (rm -rf ${entry})`,
+  );
+}
+
 async function install(
   root: OpenDir,
   key: string,
-  spec: string,
+  pinned: PinnedSpec,
   registry: string,
   grant: string,
   npmConfig: HostNpmConfig,
   options: PrepareOptions,
   deps: NpxDeps,
 ): Promise<Installed> {
+  const { spec } = pinned;
   const inside = `${SANDBOX_NPM_ROOT}/${key}`;
   const cacheRoot = deps.cache.cacheRoot;
   // mkdtemp relative to the cache root we checked; then opened without following, and checked.
@@ -176,14 +208,19 @@ async function install(
       ...(extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {}),
     };
     const report = new InstallReport();
+    let integrity: string | undefined;
     for (const step of steps) {
+      // What npm fetched is compared with the pin before the first step that runs its code.
+      if (step.scripts && pinned.integrity !== undefined) {
+        integrity = checkInstalledIntegrity(prefix, spec, pinned.integrity);
+      }
       const binds = [prefixBind, ...trust, ...(step.cache ? [step.cache] : []), ...(step.binds ?? [])];
       // The fetch reaches the registry only; the scripts as today's install scripts do.
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
       const status = await runStep(step.argv, binds, { allow: hosts }, env, report, options, deps);
       if (status.code !== 0) throw installFailure(spec, grant, status, report, deps.cache);
     }
-    return publish(root, key, stagingName, { staging, prefix }, spec, registry, deps.runAs);
+    return publish(root, key, stagingName, { staging, prefix }, { spec, registry, integrity }, deps.runAs);
   } catch (error) {
     try {
       removeAt(root, stagingName, undefined, { last: OWNER });
@@ -203,8 +240,7 @@ function publish(
   key: string,
   stagingName: string,
   dirs: { readonly staging: OpenDir; readonly prefix: OpenDir },
-  spec: string,
-  registry: string,
+  what: { readonly spec: string; readonly registry: string; readonly integrity: string | undefined },
   runAs: NpxDeps['runAs'],
 ): Installed {
   const { staging, prefix } = dirs;
@@ -215,7 +251,7 @@ function publish(
     ...(runAs ? { to: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 } } : {}),
   });
   fchmodSync(prefix.fd, 0o755);
-  const installed = describeInstall(prefix, spec, registry);
+  const installed = describeInstall(prefix, what.spec, what.registry, what.integrity);
   // The marker goes next to pkg/, in the staging directory the sandbox never saw.
   writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
   unlinkSync(at(staging.fd, OWNER));

@@ -75,4 +75,18 @@ describe('checkUserNpmCache', () => {
     expect(reason(work)).toMatch(/overlaps|contains/);
     expect(reason(dir('home'))).toContain('contains');
   });
+
+  it('refuses a cache in a folder this session mounts read-write, or below one others may change', () => {
+    const project = dir('project');
+    const cache = dir('project', 'npm-cache');
+    expect(reason(cache)).toBe('ok');
+    expect(reason(cache, { ...places, writable: [project] })).toContain('this session');
+    expect(reason(project, { ...places, writable: [cache] })).toContain('this session');
+    // A folder anyone may write (no sticky bit): whoever can, can put another cache in its place.
+    chmodSync(project, 0o777);
+    expect(reason(cache)).toContain('which others may change');
+    chmodSync(project, 0o1777);
+    expect(reason(cache)).toBe('ok');
+    chmodSync(project, 0o755);
+  });
 });

@@ -5,7 +5,7 @@
  * into a {@link UserNpmCache}; the host does nothing with it but name it as a bind source.
  */
 import { lstatSync, realpathSync } from 'node:fs';
-import { isAbsolute, join, normalize } from 'node:path';
+import { dirname, isAbsolute, join, normalize } from 'node:path';
 import { isInside } from './view.js';
 
 declare const validated: unique symbol;
@@ -29,6 +29,8 @@ export interface CachePlaces {
   readonly stateRoot?: string;
   /** The user's home and the hidden roots: the cache must not contain any of them. */
   readonly hidden: readonly string[];
+  /** Host paths this session mounts read-write: its sandbox may write there. */
+  readonly writable?: readonly string[];
 }
 
 export type CacheCheck =
@@ -73,6 +75,17 @@ export function checkUserNpmCache(configured: string | undefined, places: CacheP
     );
   }
   if ((stat.mode & 0o022) !== 0) return no(`npm's cache ${shown} is writable by other users`);
+  const parent = foreignAncestor(path);
+  if (parent !== undefined)
+    return no(`npm's cache ${shown} lies in ${JSON.stringify(parent)}, which others may change`);
+  for (const mount of places.writable ?? []) {
+    const real = realOrSelf(mount);
+    if (isInside(path, real) || isInside(real, path)) {
+      return no(
+        `npm's cache ${shown} overlaps ${JSON.stringify(mount)}, which this session's server may write`,
+      );
+    }
+  }
   const overlaps = (place: string) => isInside(path, place) || isInside(place, path);
   const install = realOrSelf(places.installCacheRoot);
   if (overlaps(install)) return no(`npm's cache ${shown} overlaps mcp-sandbox's install cache`);
@@ -90,6 +103,27 @@ export function checkUserNpmCache(configured: string | undefined, places: CacheP
     if (isInside(realOrSelf(hidden), path)) return no(`npm's cache ${shown} contains ${hidden}`);
   }
   return { ok: true, cache: { path } as UserNpmCache };
+}
+
+/**
+ * The first directory above `path` that someone other than root or this process's user owns,
+ * or that others may write without the sticky bit: whoever controls it can put any folder in
+ * the cache's place. As root the cache itself belongs to the sandbox's uid, so its owner alone
+ * proves nothing: a server given a folder read-write makes folders of that uid there.
+ */
+function foreignAncestor(path: string): string | undefined {
+  const me = process.getuid?.() ?? 0;
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    let stat: ReturnType<typeof lstatSync>;
+    try {
+      stat = lstatSync(dir);
+    } catch {
+      return dir;
+    }
+    const sticky = (stat.mode & 0o1000) !== 0;
+    if ((stat.uid !== 0 && stat.uid !== me) || ((stat.mode & 0o022) !== 0 && !sticky)) return dir;
+    if (dirname(dir) === dir) return undefined;
+  }
 }
 
 /** npm's own default when it cannot be asked: `~/.npm`. */

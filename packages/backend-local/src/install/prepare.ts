@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import {
   defaultPinLockFile,
   type ExecOptions,
+  type PinnedSpec,
   type PrepareOptions,
-  pinNpxSpec,
+  pinNpxPackage,
   type RegistryTrust,
   SandboxFailureError,
 } from '@mcpsandbox/core';
@@ -61,12 +62,17 @@ export async function prepareCommand(
     runAs: context.config.info.runAs,
     onEvent: context.config.spec.onEvent,
     logger: context.config.logger,
-    // The worker gets the spec already pinned by the start that asked for it.
+    // The worker gets the spec already pinned by the start that asked for it, and its integrity.
     ...(inline
-      ? {}
+      ? {
+          pin: async (spec: string) => ({
+            spec,
+            ...(context.config.pinnedIntegrity ? { integrity: context.config.pinnedIntegrity } : {}),
+          }),
+        }
       : {
           pin: (spec: string, registry: string, trust: RegistryTrust) =>
-            pinNpxSpec(spec, {
+            pinNpxPackage(spec, {
               registry,
               trust,
               lockFile: defaultPinLockFile(context.config.hostEnv, context.config.hostHome),
@@ -75,11 +81,13 @@ export async function prepareCommand(
         }),
     ...(worker
       ? {
-          background: (spec: string, registry: string, npmConfig: HostNpmConfig) =>
+          background: (pinned: PinnedSpec, registry: string, npmConfig: HostNpmConfig) =>
             startInstallWorker(
               worker,
               {
-                spec,
+                spec: pinned.spec,
+                ...(pinned.integrity ? { integrity: pinned.integrity } : {}),
+                writable: npm.userCache?.writable ?? [],
                 registry,
                 cacheRoot: npm.cacheRoot,
                 installHosts: npm.installHosts ?? [],

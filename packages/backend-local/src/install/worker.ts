@@ -46,6 +46,8 @@ export async function runInstallWorker(): Promise<void> {
       ...(job.npmConfig ? { npmConfig: job.npmConfig } : {}),
       installEnv: job.installEnv,
       inlineInstall: true,
+      ...(job.integrity ? { pinnedIntegrity: job.integrity } : {}),
+      ...(job.writable ? { sessionWritable: job.writable } : {}),
       ...(job.runAsWhenRoot ? { runAsWhenRoot: job.runAsWhenRoot } : {}),
       stateDir: job.stateDir,
       settings: {

@@ -111,7 +111,16 @@ export function sandboxConfig(
   const userCache =
     settings.npmUserCache === 'off'
       ? undefined
-      : { stateDir, statePrefix: STATE_PREFIX, stateRoot, hidden: [home, ...hiddenRoots(home)] };
+      : {
+          stateDir,
+          statePrefix: STATE_PREFIX,
+          stateRoot,
+          hidden: [home, ...hiddenRoots(home)],
+          writable: [
+            ...(options.sessionWritable ?? []),
+            ...(spec.mounts ?? []).filter((m) => m.mode === 'rw').map((m) => m.hostPath),
+          ],
+        };
   const npm = npmOptions(
     options,
     settings,
@@ -137,6 +146,7 @@ export function sandboxConfig(
     npm,
     logger,
     inlineInstall: options.inlineInstall === true,
+    ...(options.pinnedIntegrity ? { pinnedIntegrity: options.pinnedIntegrity } : {}),
     ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
     ...(options.dial ? { dial: options.dial } : {}),
@@ -162,6 +172,8 @@ function npmOptions(
   return {
     cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultCache,
     hostEnv,
+    // `--project-npmrc`: a project .npmrc may choose npm's settings (else the user's own only).
+    ...(settings.projectNpmrc === 'on' ? { projectNpmrc: true } : {}),
     ...(installHosts.length > 0 ? { installHosts } : {}),
     ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
     ...(registry ? { registry } : {}),
@@ -194,6 +206,8 @@ export interface SandboxConfig {
   readonly denialHints: boolean;
   /** The background install worker itself: install here, no pinning (see LocalBackendOptions). */
   readonly inlineInstall: boolean;
+  /** The install worker: the integrity its start pinned, which the install must have. */
+  readonly pinnedIntegrity?: string;
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
 }
 

@@ -38,6 +38,7 @@ export async function inspectAction(
       plan,
       command,
       stderr: io.stderr,
+      home: io.env.HOME,
       logger,
       net,
       version: options.version,
@@ -99,6 +100,7 @@ function finishFailed(attempt: Attempt, result: Awaited<Attempt['ended']>, logge
     logger.error(`could not inspect the server: ${failure?.message ?? 'it ended'}`);
     return result.exitCode;
   }
+  if (failure?.kind !== 'listing') sayServerEnd(attempt, result, logger);
   logger.error(
     failure?.kind === 'listing'
       ? `could not inspect the server: ${failure.message}`
@@ -106,4 +108,25 @@ function finishFailed(attempt: Attempt, result: Awaited<Attempt['ended']>, logge
           'check that the command starts an MCP server speaking JSON-RPC on stdio',
   );
   return NOT_AN_MCP_SERVER;
+}
+
+/**
+ * The program's own end first: how it exited and its last lines on stderr (escaped, as shown
+ * above them), so its own error comes before the generic one.
+ */
+function sayServerEnd(attempt: Attempt, result: Awaited<Attempt['ended']>, logger: Logger): void {
+  const status = result.serverStatus;
+  // A program stopped by us (silent past --timeout) did not end on its own: nothing to say.
+  // A failed exit of its own, even when the client's close raced it (`cat` exits 0 on EOF).
+  const onItsOwn =
+    attempt.failure?.kind !== 'timeout' &&
+    (result.reason === 'server-exit' || (status?.signal === null && status.code !== 0));
+  if (!status || !onItsOwn) return;
+  const how = status.signal ? `was killed by ${status.signal}` : `exited with code ${status.code}`;
+  const lines = attempt.lastLines();
+  logger.error(
+    lines.length > 0
+      ? `the server ${how} before it answered; its last lines on stderr:\n${lines.map((line) => `  ${line}`).join('\n')}`
+      : `the server ${how} before it answered, and wrote nothing on stderr`,
+  );
 }

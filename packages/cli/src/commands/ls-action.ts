@@ -4,7 +4,7 @@ import { ConfigFileError } from '../config/files.js';
 import { displayPath, type LoadedConfig, loadConfig } from '../config/operations.js';
 import type { ServerEntry } from '../config/servers.js';
 import type { CliOptions } from '../options.js';
-import { CONFIG_ERROR_EXIT, locateContext, reportConfigError } from './config-context.js';
+import { CONFIG_ERROR_EXIT, locateContext, reportConfigError, verdictContext } from './config-context.js';
 
 /** `mcp-sandbox ls`: resolves with the exit code. */
 export async function listCommand(
@@ -32,6 +32,10 @@ export interface ListedServer {
   readonly withheldEnv?: readonly string[];
   readonly backend?: string;
   readonly backendIsDefault?: boolean;
+  /** Why an entry that starts mcp-sandbox is not sandboxed all the same, in words. */
+  readonly weakenedBy?: readonly string[];
+  /** What a sandboxed entry lets its server do on the host (rw mounts, network grants), in words. */
+  readonly grants?: readonly string[];
   /** The command line the server runs (inside the sandbox when wrapped), or its URL. */
   readonly target: string;
 }
@@ -52,22 +56,23 @@ export function maskSecrets(word: string): string {
     .replace(/^(--?[\w-]*(?:key|token|secret|password|passwd|pat|auth)[\w-]*=).+$/i, '$1***');
 }
 
-function describe(entry: ServerEntry, options: CliOptions): ListedServer {
+function describe(entry: ServerEntry): ListedServer {
   const base = { name: entry.name, scope: entry.section.scope, kind: entry.kind };
   const line = (words: readonly string[]) => {
     const text = words.map(maskSecrets).join(' ');
     return text.length > 80 ? `${text.slice(0, 77)}...` : text;
   };
   if (entry.kind === 'wrapped' && entry.wrapped) {
-    const backend = entry.wrapped.backend ?? options.defaultBackend;
+    const { verdict } = entry.wrapped;
     const withheld = withheldEnv(entry.envKeys, entry.wrapped.runArgs);
     return {
       ...base,
       sandboxed: true,
       launcher: line(entry.wrapped.checked.argv),
       ...(withheld.length > 0 ? { withheldEnv: withheld } : {}),
-      backend,
-      backendIsDefault: entry.wrapped.backend === undefined,
+      backend: verdict.backend,
+      backendIsDefault: verdict.backendIsDefault,
+      ...(verdict.grants.length > 0 ? { grants: verdict.grants.map(maskSecrets) } : {}),
       target: line(entry.wrapped.server),
     };
   }
@@ -76,7 +81,8 @@ function describe(entry: ServerEntry, options: CliOptions): ListedServer {
   return {
     ...base,
     sandboxed: false,
-    ...(entry.claims ? { claimsToBe: true } : {}),
+    ...(entry.claims && !entry.weakenedBy ? { claimsToBe: true } : {}),
+    ...(entry.weakenedBy ? { weakenedBy: entry.weakenedBy.map(maskSecrets) } : {}),
     // The whole command line, launcher first: what really starts on the host.
     target: entry.command ? line([entry.command, ...entry.args]) : '',
   };
@@ -105,7 +111,7 @@ async function listAction(flags: { client?: string; json?: boolean }, options: C
       let loaded: LoadedConfig | undefined;
       let error: string | undefined;
       try {
-        loaded = await loadConfig(location, io.env);
+        loaded = await loadConfig(location, verdictContext(options));
       } catch (e) {
         if (!(e instanceof ConfigFileError)) throw e;
         error = e.message;
@@ -116,7 +122,7 @@ async function listAction(flags: { client?: string; json?: boolean }, options: C
         file: location.file,
         exists: loaded !== undefined || error !== undefined,
         ...(error ? { error } : {}),
-        servers: (loaded?.servers ?? []).map((s) => describe(s, options)),
+        servers: (loaded?.servers ?? []).map((s) => describe(s)),
       });
     }
   }
@@ -159,6 +165,9 @@ export function formatList(listed: readonly ListedConfig[], home: string | undef
               ? '? not a server entry mcp-sandbox understands'
               : '✗ not sandboxed';
       lines.push(`  ${nameOf(s).padEnd(width)}  ${status.padEnd(36)}  ${s.target}`.trimEnd());
+      const indent = `  ${' '.repeat(width)}  `;
+      for (const reason of s.weakenedBy ?? []) lines.push(`${indent}✗ ${reason}`);
+      if (s.grants) lines.push(`${indent}⚠ ${s.grants.join('; ')}`);
       if (s.withheldEnv) {
         lines.push(
           `  ${' '.repeat(width)}  ⚠ env ${s.withheldEnv.join(', ')}: not passed into the sandbox, the server will not see it (wrap --update --server <name> passes each)`,

@@ -27,11 +27,12 @@ import {
   type TraceSink,
   UsageError,
 } from '@mcpsandbox/core';
-import { type Command, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { type BackendRegistry, type BackendScopedFlag, resolveBackend } from '../backends.js';
 import { defaultBackendName, noteDefaultChanged, withE2bFallbackHint } from '../compat.js';
 import { WRAP_MARKER } from '../config/marker.js';
 import { type CopySummary, checkCopy, formatBytes, parseFs } from '../fs-copy.js';
+import { mountHintsFor } from '../mount-hints.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js';
 import { reportError } from '../report.js';
@@ -64,6 +65,8 @@ export interface RunFlags {
   autoMount?: boolean;
   installAllowNet: string[];
   installEnv: string[];
+  /** --project-npmrc: a project .npmrc in the working folder may choose npm's registry and cache. */
+  projectNpmrc?: boolean;
   quiet?: boolean;
 }
 
@@ -87,12 +90,16 @@ const STOP_SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function addRunOptions(command: Command, options: CliOptions): Command {
+  return withRunOptions(command, defaultBackendName(options.io.env, options.defaultBackend));
+}
+
+function withRunOptions(command: Command, defaultBackend: string): Command {
   return command
     .addOption(
       new Option(
         '-b, --backend <name|module>',
         'backend name, or a path or package exporting createBackend()',
-      ).default(defaultBackendName(options.io.env, options.defaultBackend)),
+      ).default(defaultBackend),
     )
     .option(
       '-e, --env <KEY|KEY=value>',
@@ -140,6 +147,10 @@ export function addRunOptions(command: Command, options: CliOptions): Command {
       'give the npx install step (only, never the server) KEY from this environment, or KEY=value (repeatable)',
       collect,
       [],
+    )
+    .option(
+      '--project-npmrc',
+      "let a project .npmrc in this folder (or above) choose npm's registry, cache and TLS settings for npx installs (default: your own npm config only)",
     )
     .option('--template <name>', 'sandbox template (e2b)')
     .option(
@@ -198,6 +209,7 @@ export async function planRun(
     settings.installAllowNet = flags.installAllowNet.map(parseAllowNet).join(',');
   }
   if (flags.hostTlsTrust === false) settings.hostTlsTrust = 'off';
+  if (flags.projectNpmrc === true) settings.projectNpmrc = 'on';
   if (Object.keys(installEnv.env).length > 0) settings.installEnv = JSON.stringify(installEnv.env);
   const maxLineBytes = flags.maxMessageSize
     ? parseSize(flags.maxMessageSize, '--max-message-size')
@@ -268,6 +280,7 @@ function warnIgnoredFlags(flags: RunFlags, registry: BackendRegistry, logger: Lo
     '--mount': flags.mount.length > 0,
     '--allow-net': flags.allowNet.length > 0,
     '--no-host-tls-trust': flags.hostTlsTrust === false,
+    '--project-npmrc': flags.projectNpmrc === true,
   };
   for (const flag of entry?.ignores ?? []) {
     if (!given[flag]) continue;
@@ -322,22 +335,7 @@ export function registerRunCommand(
     .description('Start <command> in a sandbox and bridge its stdio to this process (JSON-RPC, verbatim).')
     .argument('<command...>', 'the MCP server command and its arguments (put it after --)')
     .passThroughOptions();
-  addRunOptions(run, options)
-    .option('--trace <file>', 'append every message and lifecycle event to <file> as JSONL')
-    .option(
-      '--max-message-size <size>',
-      `largest JSON-RPC message either way (default ${DEFAULT_MAX_LINE_BYTES / 2 ** 20}MiB)`,
-    )
-    .option(
-      '--drain-timeout <duration>',
-      `after the client closes stdin, how long the server may take to answer what it owes (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.drainMs)})`,
-    )
-    .option(
-      '--kill-grace <duration>',
-      `time between SIGTERM and SIGKILL (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.killGraceMs)})`,
-    )
-    // wrap's marker for entries whose launcher has a name of the user's choosing; no effect here.
-    .addOption(new Option(WRAP_MARKER, 'marks an entry written by mcp-sandbox wrap').hideHelp())
+  withRunOnlyOptions(addRunOptions(run, options))
     .addHelpText(
       'after',
       `
@@ -346,9 +344,9 @@ ${backendList}
 
 Examples:
   mcp-sandbox run -- npx -y @modelcontextprotocol/server-everything
-  mcp-sandbox run --env GITHUB_TOKEN --trace session.jsonl -- npx -y @modelcontextprotocol/server-github
+  mcp-sandbox run --env GITHUB_PERSONAL_ACCESS_TOKEN --allow-net api.github.com --trace session.jsonl -- npx -y @modelcontextprotocol/server-github
   mcp-sandbox run --backend none --ttl 10m -- node ./my-server.js
-  claude mcp add everything -- npx -y mcp-sandbox run -- npx -y @modelcontextprotocol/server-everything
+  claude mcp add everything -- mcp-sandbox run -- npx -y @modelcontextprotocol/server-everything
 
 stdout carries only the protocol; everything else goes to stderr.
 Exit codes: the server's own; 128+N if it died from signal N; 2 usage error;
@@ -357,6 +355,79 @@ Exit codes: the server's own; 128+N if it died from signal N; 2 usage error;
     .action(async (command: string[], flags: RunFlags, cmd: Command) => {
       setExitCode(await runAction(command, flags, options, cmd.getOptionValueSource('backend') === 'cli'));
     });
+}
+
+/** The options only `run` has, beyond those it shares with `inspect` and `wrap`. */
+function withRunOnlyOptions(command: Command): Command {
+  return (
+    command
+      .option('--trace <file>', 'append every message and lifecycle event to <file> as JSONL')
+      .option(
+        '--max-message-size <size>',
+        `largest JSON-RPC message either way (default ${DEFAULT_MAX_LINE_BYTES / 2 ** 20}MiB)`,
+      )
+      .option(
+        '--drain-timeout <duration>',
+        `after the client closes stdin, how long the server may take to answer what it owes (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.drainMs)})`,
+      )
+      .option(
+        '--kill-grace <duration>',
+        `time between SIGTERM and SIGKILL (default ${formatDuration(DEFAULT_SHUTDOWN_TIMING.killGraceMs)})`,
+      )
+      // wrap's marker for entries whose launcher has a name of the user's choosing; no effect here.
+      .addOption(new Option(WRAP_MARKER, 'marks an entry written by mcp-sandbox wrap').hideHelp())
+  );
+}
+
+/** The words after `run` in a config entry, split and read exactly as `run` reads them. */
+export interface RunWords {
+  readonly flags: RunFlags;
+  /** Whether `--backend` was among the words (else the default applies). */
+  readonly backendGiven: boolean;
+  /** Each option among the words: its attribute name in `flags` and its long flag. */
+  readonly given: readonly { readonly key: string; readonly flag: string }[];
+  /** The server's command line. */
+  readonly command: readonly string[];
+}
+
+/** The attribute names of every option `run` has (for the judge of config entries, and its test). */
+export function runOptionKeys(): string[] {
+  return runParser().options.map((option) => option.attributeName());
+}
+
+function runParser(): Command {
+  return withRunOnlyOptions(
+    withRunOptions(new Command('run').argument('<command...>').passThroughOptions(), ''),
+  )
+    .exitOverride()
+    .configureOutput({ writeOut: () => {}, writeErr: () => {} });
+}
+
+/**
+ * Parses the words after `run` with run's own options (commander, as the program does), never
+ * printing or exiting: a word run would refuse is an error here too, with commander's message.
+ */
+export function parseRunWords(words: readonly string[]): RunWords {
+  const parser = runParser();
+  let command: string[] = [];
+  parser.action((given: string[]) => {
+    command = given;
+  });
+  try {
+    parser.parse([...words], { from: 'user' });
+  } catch (error) {
+    const message = (error as Error).message.replace(/^error: /, '');
+    throw new UsageError(message, { cause: error });
+  }
+  const given = parser.options
+    .map((option) => ({ key: option.attributeName(), flag: option.long ?? option.short ?? '' }))
+    .filter(({ key }) => parser.getOptionValueSource(key) === 'cli');
+  return {
+    flags: parser.opts<RunFlags>(),
+    backendGiven: parser.getOptionValueSource('backend') === 'cli',
+    given,
+    command,
+  };
 }
 
 async function runAction(
@@ -382,6 +453,7 @@ async function runAction(
       spec: plan.spec,
       secrets: plan.secrets,
       withheldEnv: plan.allow.withheld,
+      mountHints: mountHintsFor(command, plan.spec.mounts ?? [], plan.backend.isolation, io.env.HOME),
       input: io.stdin,
       output: io.stdout,
       errorOutput: sandboxOutput(io.stderr),

@@ -12,6 +12,10 @@ export function registerUpdateCommand(
       'Accept what the registry serves now for a pinned `npx -y` package: shows the version change and publish dates, then re-pins.',
     )
     .argument('<package>', 'the package name, as in the server command (without a version)')
+    .option(
+      '--registry <url>',
+      "ask this registry instead of the one each pin came from, and keep it (a moved registry's tarball)",
+    )
     .addHelpText(
       'after',
       `
@@ -19,8 +23,8 @@ On first install, the local and e2b backends pin each \`npx -y\` package (its ve
 integrity) in a per-user lock file; later starts install exactly that and refuse anything else.
 Run this after reviewing a new version (its changelog, its diff) to move the pin.`,
     )
-    .action(async (name: string) => {
+    .action(async (name: string, flags: { registry?: string }) => {
       const { updateAction } = await import('./update-action.js');
-      setExitCode(await updateAction(name, options));
+      setExitCode(await updateAction(name, options, flags.registry));
     });
 }

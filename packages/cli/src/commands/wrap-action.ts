@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { createStderrLogger, escapeControls, type Logger, parseDuration, UsageError } from '@mcpsandbox/core';
 import type { Command } from 'commander';
+import { BACKEND_ENV } from '../compat.js';
 import {
   CLIENTS,
   type ClientId,
@@ -19,12 +20,13 @@ import {
   writePlan,
 } from '../config/operations.js';
 import { keepsStateOfItsOwn, pathMountsFor, type RefusedPath } from '../config/path-mounts.js';
-import type { ServerEntry } from '../config/servers.js';
+import { judgeRunWords } from '../config/run-verdict.js';
+import { ourCommand, type ServerEntry } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
-import { locateContext, reportConfigError } from './config-context.js';
-import type { RunFlags } from './run.js';
+import { locateContext, reportConfigError, verdictContext } from './config-context.js';
+import { parseRunWords, type RunFlags } from './run.js';
 import { markerFor, resolveLauncher } from './wrap-launcher.js';
 
 export interface TargetFlags {
@@ -170,6 +172,8 @@ export interface WrapSettings {
   /** Carry host paths across as mounts (unset where the backend applies none). */
   readonly mounts?: { readonly rw: boolean; readonly home?: string };
   readonly keepState?: boolean;
+  /** Replace the run options of an entry that starts mcp-sandbox already, keeping its server. */
+  readonly rewrap?: boolean;
 }
 
 /**
@@ -193,7 +197,8 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const stateName = settings.keepState && !runArgs.includes('--state') ? stateNameFor(entry.name) : undefined;
   const state = stateName ? ['--state', stateName] : [];
   const fromBlock = entry.envKeys.filter((k) => !given.has(k)).flatMap((k) => ['--env', k]);
-  const server = entry.wrapped ? entry.wrapped.server : [entry.command ?? '', ...entry.args];
+  const ours = settings.rewrap ? ourCommand(entry) : undefined;
+  const server = ours ? ours.server : [entry.command ?? '', ...entry.args];
   const found = settings.mounts
     ? pathMountsFor(server, {
         rw: settings.mounts.rw,
@@ -282,9 +287,10 @@ async function wrapAction(
 ): Promise<number> {
   const location = resolveLocation(flags, options);
   const runArgs = runArgsFromFlags(command, flags, options);
+  warnIfWeakened(runArgs, options, logger);
   const ctx = locateContext(options);
   const resolved = await resolveLauncher(flags.launcher, options.version, ctx, options.self);
-  const config = await requireConfig(location, options.io.env);
+  const config = await requireConfig(location, verdictContext(options));
   const chosen = selection(flags, config.servers, 'wrap');
   // Paths an entry names are carried across as mounts, and its writes are kept under its
   // name, where the backend applies mounts and state at all.
@@ -303,15 +309,22 @@ async function wrapAction(
   const plan = planWrap(
     config,
     chosen,
-    (entry) => {
-      const own = keepLauncher ? entry.wrapped?.checked.argv : undefined;
+    (entry, rewrap) => {
+      const own = keepLauncher && rewrap ? ourCommand(entry)?.checked.argv : undefined;
       const launcher = own ?? resolved.launcher;
       if (!own) launcherUsed = true;
+      // An env block's MCP_SANDBOX_BACKEND would choose the backend of the entry's own launcher:
+      // the backend wrap uses is written out instead.
+      const backend =
+        entry.envKeys.includes(BACKEND_ENV) && !runArgs.includes('--backend')
+          ? ['--backend', flags.backend]
+          : [];
       const wrapped = wrapCommandFor(entry, {
         launcher,
-        runArgs: [...markerFor(launcher), ...runArgs],
+        runArgs: [...markerFor(launcher), ...backend, ...runArgs],
         ...(mounts ? { mounts } : {}),
         keepState,
+        rewrap,
       });
       details.set(labelOf(entry), wrapped);
       return wrapped;
@@ -321,6 +334,21 @@ async function wrapAction(
   if (launcherUsed && resolved.note) logger.info(`launcher: ${resolved.note}`);
   report(plan, logger, details);
   return applyPlan(plan, flags, options, logger, 'wrapped');
+}
+
+/**
+ * Options the user gave wrap that ls will not count as sandboxed (`--backend none`, a mount of a
+ * credentials folder): written as asked, but said before anything is.
+ */
+function warnIfWeakened(runArgs: readonly string[], options: CliOptions, logger: Logger): void {
+  const verdict = judgeRunWords(
+    parseRunWords([...runArgs, '--', 'server']),
+    { env: {}, envKeys: [] },
+    verdictContext(options),
+  );
+  for (const reason of verdict.weakenedBy) {
+    logger.warn(`${reason}: the entries wrapped with it will not count as sandboxed (mcp-sandbox ls)`);
+  }
 }
 
 /** `mcp-sandbox wrap`: resolves with the exit code. */
@@ -340,7 +368,7 @@ export async function unwrapCommand(
 ): Promise<number> {
   const logger = createStderrLogger({ stream: options.io.stderr, quiet: flags.quiet ?? false });
   try {
-    const config = await requireConfig(resolveLocation(flags, options), options.io.env);
+    const config = await requireConfig(resolveLocation(flags, options), verdictContext(options));
     const chosen = selection(flags, config.servers, 'unwrap');
     const plan = await planUnwrap(config, chosen);
     report(plan, logger);

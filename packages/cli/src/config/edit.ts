@@ -1,5 +1,5 @@
 import { getProperty, type JsonNode, type JsonObject } from './jsonc.js';
-import type { ServerEntry } from './servers.js';
+import { ourCommand, type ServerEntry } from './servers.js';
 
 /** Replace `[start, end)` of the text with `text`. */
 export interface TextEdit {
@@ -105,7 +105,7 @@ export function rewrapEdits(text: string, entry: ServerEntry, wrap: WrapCommand)
 }
 
 function wrappedParts(entry: ServerEntry) {
-  const wrapped = entry.wrapped;
+  const wrapped = ourCommand(entry);
   const obj = entry.property.value as JsonObject;
   const command = getProperty(obj, 'command');
   const args = getProperty(obj, 'args')?.value;

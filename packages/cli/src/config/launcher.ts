@@ -1,5 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, posix, resolve, sep } from 'node:path';
+import { installedFromRegistry } from './install-origin.js';
 
 /**
  * What starts mcp-sandbox in a client's config, checked: either the published package at an exact
@@ -133,8 +134,10 @@ export interface SelfBinary {
 }
 
 /**
- * The launcher for the running binary: `npx -y mcp-sandbox@<version>` when it runs from an npm
- * install of that very version (so npm has it), else its own absolute paths, with the reason.
+ * The launcher for the running binary: `npx -y mcp-sandbox@<version>` when it runs from a package
+ * npm installed from a registry at that very version (its lockfile says so, see
+ * `installedFromRegistry`), else its own absolute paths, with the reason: a source build, or a
+ * tarball installed by path, is a version the registry may not have, or has as other code.
  */
 export function selfLauncher(self: SelfBinary, version: string): { launcher: string[]; note?: string } {
   const script = realOrSelf(self.script);
@@ -142,12 +145,17 @@ export function selfLauncher(self: SelfBinary, version: string): { launcher: str
   const at = parts.lastIndexOf('node_modules');
   if (at !== -1 && parts[at + 1] === 'mcp-sandbox') {
     const manifest = readPackageJson(join(parts.slice(0, at + 2).join(sep), 'package.json'));
-    if (manifest?.name === 'mcp-sandbox' && manifest.version === version && npxLauncher(version)) {
+    if (
+      manifest?.name === 'mcp-sandbox' &&
+      manifest.version === version &&
+      npxLauncher(version) &&
+      installedFromRegistry(parts.slice(0, at).join(sep) || sep, version)
+    ) {
       return { launcher: ['npx', '-y', `mcp-sandbox@${version}`] };
     }
   }
   return {
     launcher: [self.node, script],
-    note: `this mcp-sandbox ${version} is not an npm install of that version, so entries start it by its path (${self.node} ${script}); pass --launcher npx to use the published package`,
+    note: `this mcp-sandbox ${version} was not installed from a registry, so entries start it by its path (${self.node} ${script}); pass --launcher npx to use the published package`,
   };
 }

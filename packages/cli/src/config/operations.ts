@@ -21,15 +21,16 @@ import {
 } from './files.js';
 import { type JsonNode, JsonSyntaxError, parseJsonDocument } from './jsonc.js';
 import { WRAP_MARKER } from './marker.js';
-import { listServers, type ServerEntry } from './servers.js';
+import type { VerdictContext } from './run-verdict.js';
+import { listServers, ourCommand, type ServerEntry } from './servers.js';
 
 /** What `run --env` accepts as a variable name. */
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export interface LoadedConfig {
   readonly location: ConfigLocation;
-  /** The environment launchers are checked against (PATH). */
-  readonly env: Readonly<Record<string, string | undefined>>;
+  /** What entries are judged against: the environment launchers are checked in (PATH), the backends. */
+  readonly context: VerdictContext;
   /** The file edits go to (the target of a symlink). */
   readonly target: string;
   readonly text: string;
@@ -56,14 +57,14 @@ export function parseConfig(text: string, location: ConfigLocation, file = locat
 /** Reads and parses a client config; undefined when the file does not exist. */
 export async function loadConfig(
   location: ConfigLocation,
-  env: LoadedConfig['env'],
+  context: VerdictContext,
 ): Promise<LoadedConfig | undefined> {
   const target = await resolveTarget(location.file);
   if (location.projectRoot !== undefined) await requireInside(target, location);
   const text = await readConfigText(target);
   if (text === undefined) return undefined;
   const root = parseConfig(text, location);
-  return { location, env, target, text, root, servers: listServers(root, location, env) };
+  return { location, context, target, text, root, servers: listServers(root, location, context) };
 }
 
 /** A project's config is the project's: one that links out of it (to a user config) is not edited. */
@@ -87,9 +88,9 @@ async function requireInside(target: string, location: ConfigLocation): Promise<
 
 export async function requireConfig(
   location: ConfigLocation,
-  env: LoadedConfig['env'],
+  context: VerdictContext,
 ): Promise<LoadedConfig> {
-  const loaded = await loadConfig(location, env);
+  const loaded = await loadConfig(location, context);
   if (!loaded) {
     throw new ConfigFileError(
       'E_CONFIG_MISSING',
@@ -125,8 +126,11 @@ export function selectServers(
   return { chosen, missing };
 }
 
-/** How to wrap one entry: the launcher, and run's options for it (its env keys included). */
-export type WrapFor = (entry: ServerEntry) => WrapCommand;
+/**
+ * How to wrap one entry: the launcher, and run's options for it (its env keys included).
+ * `rewrap`: its run options are replaced (`--update`), its server kept.
+ */
+export type WrapFor = (entry: ServerEntry, rewrap: boolean) => WrapCommand;
 
 export function planWrap(
   config: LoadedConfig,
@@ -144,8 +148,14 @@ export function planWrap(
         action: 'skipped',
         note: 'remote (URL) entry: it runs nowhere on this machine',
       });
-    } else if (entry.kind === 'wrapped' && options.update && entry.wrapped) {
-      edits.push(...rewrapEdits(config.text, entry, wrapFor(entry)));
+    } else if (entry.launcherEnv) {
+      outcomes.push({
+        name: label,
+        action: 'skipped',
+        note: `its "env" block sets ${entry.launcherEnv.join(', ')}, which mcp-sandbox itself would read on the host (a project's config chooses it); remove them from the entry, then wrap it`,
+      });
+    } else if (options.update && ourCommand(entry)) {
+      edits.push(...rewrapEdits(config.text, entry, wrapFor(entry, true)));
       outcomes.push({ name: label, action: 'rewrapped' });
     } else if (entry.kind === 'wrapped') {
       outcomes.push({
@@ -159,7 +169,7 @@ export function planWrap(
       const bad = entry.envKeys.filter((k) => !ENV_NAME.test(k)).join(', ');
       outcomes.push({ name: label, action: 'skipped', note: `"env" has names run cannot forward: ${bad}` });
     } else {
-      edits.push(...wrapEdits(config.text, entry, wrapFor(entry)));
+      edits.push(...wrapEdits(config.text, entry, wrapFor(entry, false)));
       outcomes.push({ name: label, action: 'wrapped', ...(entry.note ? { note: entry.note } : {}) });
     }
   }
@@ -172,7 +182,7 @@ export async function planUnwrap(config: LoadedConfig, chosen: readonly ServerEn
   const backups = await loadBackups(config);
   for (const entry of chosen) {
     const label = labelOf(entry);
-    if (entry.kind !== 'wrapped' || !entry.wrapped) {
+    if (!ourCommand(entry)) {
       outcomes.push({ name: label, action: 'skipped', note: 'not sandboxed' });
       continue;
     }
@@ -212,7 +222,7 @@ export function labelOf(entry: ServerEntry): string {
 
 /** The `--env KEY` flags that came from the env block are implied; anything else is reported. */
 function droppedOptions(entry: ServerEntry): string[] {
-  const args = entry.wrapped?.runArgs ?? [];
+  const args = ourCommand(entry)?.runArgs ?? [];
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
@@ -241,7 +251,7 @@ async function loadBackups(config: LoadedConfig): Promise<Backup[]> {
     if (text === undefined) continue;
     try {
       const root = parseJsonDocument(text, { comments: config.location.comments });
-      out.push({ text, root, servers: listServers(root, config.location, config.env) });
+      out.push({ text, root, servers: listServers(root, config.location, config.context) });
     } catch {
       // not a config we can use
     }
@@ -258,7 +268,7 @@ async function findOriginal(
   entry: ServerEntry,
   backups: readonly Backup[],
 ): Promise<string | undefined> {
-  const wrapped = entry.wrapped;
+  const wrapped = ourCommand(entry);
   if (!wrapped) return undefined;
   const current = config.text.slice(entry.property.value.start, entry.property.value.end);
   for (const backup of backups) {

@@ -105,6 +105,21 @@ export function pathMountsFor(argv: readonly string[], options: PathMountOptions
   return { mounts, refused };
 }
 
+/**
+ * Why wrap would never carry the absolute host path `path` into a sandbox (the home, above it, a
+ * credentials or settings folder, a hidden root, a system folder; also through a link), or
+ * undefined: the same check `pathMountsFor` makes, for paths a config entry already names.
+ */
+export function hostPathRefusal(
+  path: string,
+  home: string | undefined,
+  real: (path: string) => string = realOrSelf,
+): string | undefined {
+  const normal = posix.normalize(path).replace(/(.)\/$/, '$1');
+  const resolved = real(normal);
+  return refusal(normal, home, real) ?? (resolved === normal ? undefined : linkRefusal(resolved, home, real));
+}
+
 function linkRefusal(resolved: string, home: string | undefined, real: (p: string) => string) {
   const reason = refusal(resolved, home, real);
   return reason ? `links to ${resolved}: ${reason}` : undefined;

@@ -1,7 +1,12 @@
+import { UsageError } from '@mcpsandbox/core';
+import { parseRunWords, type RunWords } from '../commands/run.js';
+import { BACKEND_ENV } from '../compat.js';
 import type { ConfigLocation, ConfigSection } from './clients.js';
 import { getProperty, type JsonNode, type JsonObject, type JsonProperty, toValue } from './jsonc.js';
 import { checkLauncher, type Launcher, type LauncherContext } from './launcher.js';
+import { launcherEnvNames } from './launcher-env.js';
 import { WRAP_MARKER } from './marker.js';
+import { judgeRunWords, type RunVerdict, type VerdictContext } from './run-verdict.js';
 
 /** How an entry starts its server, as far as wrapping is concerned. */
 export type ServerKind = 'stdio' | 'remote' | 'wrapped' | 'unknown';
@@ -13,16 +18,32 @@ export interface ServerEntry {
   readonly kind: ServerKind;
   readonly command?: string;
   readonly args: readonly string[];
-  /** Names in the entry's own `env` block (values are never read out). */
+  /** Names in the entry's own `env` block (values are never read out, but `MCP_SANDBOX_BACKEND`'s). */
   readonly envKeys: readonly string[];
   readonly url?: string;
-  /** Set for `wrapped` entries only: their launcher is one of ours (see `checkLauncher`). */
-  readonly wrapped?: WrappedCommand & { readonly checked: Launcher };
   /**
-   * A `stdio` entry that reads like `… run -- <server>` but whose launcher is not one of ours: it
-   * runs its own command on the host, whatever it claims.
+   * Set for `wrapped` entries only: their launcher is one of ours (see `checkLauncher`), and their
+   * run options keep the server sandboxed (see `judgeRunWords`).
+   */
+  readonly wrapped?: WrappedCommand & { readonly checked: Launcher; readonly verdict: RunVerdict };
+  /**
+   * A `stdio` entry that reads like `… run -- <server>` but whose launcher is not one of ours, or
+   * whose run options or env block weaken the sandbox: it runs on the host as it stands.
    */
   readonly claims?: WrappedCommand;
+  /** Why an entry with our launcher is not sandboxed all the same, one reason a line. */
+  readonly weakenedBy?: readonly string[];
+  /**
+   * Set for such an entry (our launcher, options that weaken the sandbox): `unwrap` takes it apart
+   * and `wrap --update` replaces its run options as for a `wrapped` one; plain `wrap` sandboxes it whole.
+   */
+  readonly ours?: WrappedCommand & { readonly checked: Launcher };
+  /**
+   * Names in a project entry's env block that mcp-sandbox itself reads on the host (`PATH`,
+   * `NODE_OPTIONS`, …): the repository's author would choose what runs there. wrap leaves the
+   * entry alone until they are gone.
+   */
+  readonly launcherEnv?: readonly string[];
   /** Why the entry is `unknown`, or a caveat for wrapping it. */
   readonly note?: string;
 }
@@ -37,16 +58,30 @@ export interface WrappedCommand {
   readonly server: readonly string[];
   /** `--backend`, when given. */
   readonly backend?: string;
+  /** The run options as `run` reads them; unset when run would refuse them (see `refused`). */
+  readonly run?: RunWords;
+  /** Why run refuses the options (an unknown option, a missing value). */
+  readonly refused?: string;
+}
+
+/** What classifying an entry depends on: its launcher's checks, and the run options' judge. */
+export type EntryContext = LauncherContext & VerdictContext;
+
+/** What an entry starts through mcp-sandbox's launcher, sandboxed or not: for unwrap and --update. */
+export function ourCommand(
+  entry: ServerEntry,
+): (WrappedCommand & { readonly checked: Launcher }) | undefined {
+  return entry.wrapped ?? entry.ours;
 }
 
 /** Every server entry of a parsed config, in file order, section by section. */
 export function listServers(
   root: JsonNode,
   location: ConfigLocation,
-  env: LauncherContext['env'],
+  context: VerdictContext,
 ): ServerEntry[] {
-  const trust: LauncherContext = {
-    env,
+  const trust: EntryContext = {
+    ...context,
     ...(location.projectRoot !== undefined ? { projectRoot: location.projectRoot } : {}),
   };
   const out: ServerEntry[] = [];
@@ -75,7 +110,7 @@ export function sectionNode(root: JsonNode, path: readonly string[]): JsonObject
 
 const REMOTE_TYPES = new Set(['http', 'sse', 'streamable-http', 'streamableHttp', 'ws', 'websocket']);
 
-function classify(property: JsonProperty, section: ConfigSection, trust: LauncherContext): ServerEntry {
+function classify(property: JsonProperty, section: ConfigSection, trust: EntryContext): ServerEntry {
   const base = { name: property.key, section, property, args: [] as string[], envKeys: [] as string[] };
   const node = property.value;
   if (node.kind !== 'object') return { ...base, kind: 'unknown', note: 'the entry is not an object' };
@@ -97,17 +132,26 @@ function classify(property: JsonProperty, section: ConfigSection, trust: Launche
     return { ...base, envKeys, command, kind: 'unknown', note: '"args" is not an array of strings' };
   }
   const args = rawArgs as string[];
+  // A project's env block is the repository author's: names the host-side launcher reads count.
+  const launcherEnv = trust.projectRoot !== undefined ? launcherEnvNames(envKeys) : [];
   const wrapped = parseWrapped(command, args);
   const checked = wrapped ? checkLauncher(wrapped.launcher, trust) : undefined;
-  if (wrapped && checked) {
-    return { ...base, envKeys, command, args, kind: 'wrapped', wrapped: { ...wrapped, checked } };
+  const verdict =
+    wrapped?.run && checked
+      ? judgeRunWords(wrapped.run, { env: envStrings(envValue), envKeys }, trust)
+      : undefined;
+  const weakenedBy = wrapped && checked ? weaknesses(wrapped, launcherEnv, verdict) : [];
+  if (wrapped && checked && verdict && weakenedBy.length === 0) {
+    return { ...base, envKeys, command, args, kind: 'wrapped', wrapped: { ...wrapped, checked, verdict } };
   }
   const note =
     typeof value.envFile === 'string'
       ? 'variables from "envFile" are not forwarded into the sandbox; add --env KEY for each one it needs'
-      : wrapped
-        ? 'it only claims to be sandboxed: its launcher is not mcp-sandbox, so it is sandboxed as it stands'
-        : undefined;
+      : wrapped && checked
+        ? `it only claims to be sandboxed: ${weakenedBy.join('; ')}; so it is sandboxed as it stands`
+        : wrapped
+          ? 'it only claims to be sandboxed: its launcher is not mcp-sandbox, so it is sandboxed as it stands'
+          : undefined;
   return {
     ...base,
     envKeys,
@@ -115,35 +159,37 @@ function classify(property: JsonProperty, section: ConfigSection, trust: Launche
     args,
     kind: 'stdio',
     ...(wrapped ? { claims: wrapped } : {}),
+    ...(weakenedBy.length > 0 ? { weakenedBy } : {}),
+    ...(wrapped && checked ? { ours: { ...wrapped, checked } } : {}),
+    ...(launcherEnv.length > 0 ? { launcherEnv } : {}),
     ...(note ? { note } : {}),
   };
 }
 
-/** Run options that take a value (the rest are flags). Kept in step with `run`'s options. */
-const VALUE_OPTIONS = new Set([
-  '-b',
-  '--backend',
-  '-e',
-  '--env',
-  '--ttl',
-  '--setup',
-  '--allow-net',
-  '--mount',
-  '--fs',
-  '--template',
-  '--state',
-  '--install-allow-net',
-  '--install-env',
-  '--backend-option',
-  '--trace',
-  '--max-message-size',
-  '--drain-timeout',
-  '--kill-grace',
-  '--allow-tool',
-  '--deny-tool',
-  '--pin-tools',
-  '--require-isolation',
-]);
+/** Why an entry with our launcher is not sandboxed all the same (empty when it is). */
+function weaknesses(
+  wrapped: WrappedCommand,
+  launcherEnv: readonly string[],
+  verdict: RunVerdict | undefined,
+): string[] {
+  const out: string[] = [];
+  if (launcherEnv.length > 0) {
+    out.push(
+      `its "env" block sets ${launcherEnv.join(', ')}, which mcp-sandbox itself reads on the host, before any sandbox exists`,
+    );
+  }
+  if (!verdict) out.push(`run refuses its options (${wrapped.refused ?? 'unreadable'})`);
+  else out.push(...verdict.weakenedBy);
+  return out;
+}
+
+/** The one value ever read out of an env block: `MCP_SANDBOX_BACKEND`, which picks the backend. */
+function envStrings(value: unknown): Readonly<Record<string, string>> {
+  if (!value || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, BACKEND_ENV))
+    return {};
+  const backend = (value as Record<string, unknown>)[BACKEND_ENV];
+  return typeof backend === 'string' ? { [BACKEND_ENV]: backend } : {};
+}
 
 const PACKAGE_RUNNERS = new Set(['npx', 'pnpx', 'bunx']);
 
@@ -175,37 +221,27 @@ export function parseWrapped(command: string, args: readonly string[]): WrappedC
     if (marked !== -1 && (end === -1 || marked < end)) runAt = marked - 1;
   }
   if (runAt === -1 || argv[runAt] !== 'run') return undefined;
-  const runArgs: string[] = [];
-  let backend: string | undefined;
-  let i = runAt + 1;
-  // With "--" after run's options (as wrap writes it), everything before it is run's, whatever
-  // options run has; otherwise the options are walked.
-  const firstIsOption = (argv[runAt + 1] ?? '').startsWith('-');
-  const dashes = firstIsOption ? argv.indexOf('--', runAt + 1) : -1;
-  const end = dashes === -1 ? argv.length : dashes;
-  while (i < end) {
-    const arg = argv[i] as string;
-    if (!arg.startsWith('-') && dashes === -1) break;
-    const eq = arg.indexOf('=');
-    const flag = eq === -1 ? arg : arg.slice(0, eq);
-    if (VALUE_OPTIONS.has(flag) && eq === -1) {
-      const value = argv[i + 1];
-      if (value === undefined || i + 1 >= end) break;
-      if (flag === '-b' || flag === '--backend') backend = value;
-      runArgs.push(arg, value);
-      i += 2;
-    } else {
-      if (flag === '--backend') backend = arg.slice(eq + 1);
-      runArgs.push(arg);
-      i++;
-    }
+  // The words after run are read by run's own parser: where its options end, what each means.
+  const words = argv.slice(runAt + 1);
+  let run: RunWords | undefined;
+  let refused: string | undefined;
+  try {
+    run = parseRunWords(words);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    refused = error.message;
   }
-  if (dashes !== -1) {
-    runArgs.length = 0;
-    runArgs.push(...argv.slice(runAt + 1, dashes));
-    i = dashes + 1;
-  }
-  const server = argv.slice(i);
+  // Options run refuses: with "--" (as wrap writes it), the server is still what follows it.
+  const dashes = words.indexOf('--');
+  const server = run ? run.command : dashes === -1 ? [] : words.slice(dashes + 1);
   if (server.length === 0) return undefined;
-  return { launcher: argv.slice(0, runAt), runArgs, server, ...(backend ? { backend } : {}) };
+  const runArgs = words.slice(0, words.length - server.length);
+  if (runArgs[runArgs.length - 1] === '--') runArgs.pop();
+  return {
+    launcher: argv.slice(0, runAt),
+    runArgs,
+    server,
+    ...(run?.backendGiven ? { backend: run.flags.backend } : {}),
+    ...(run ? { run } : { refused: refused ?? 'unreadable' }),
+  };
 }

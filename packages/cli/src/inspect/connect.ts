@@ -2,8 +2,10 @@ import { PassThrough, type Writable } from 'node:stream';
 import { type BridgeResult, type BridgeSession, type Logger, startBridge } from '@mcpsandbox/core';
 import type { Client } from '@modelcontextprotocol/client';
 import type { RunPlan } from '../commands/run.js';
+import { mountHintsFor } from '../mount-hints.js';
 import type { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
+import { LastLines } from './last-lines.js';
 import { PipeTransport } from './pipe-transport.js';
 
 /** The 2026-07-28 revision, the first without `initialize`. */
@@ -28,6 +30,8 @@ export interface InspectContext {
   readonly plan: RunPlan;
   readonly command: string[];
   readonly stderr: Writable;
+  /** The user's home: never offered as a mount. */
+  readonly home: string | undefined;
   readonly logger: Logger;
   readonly net: SafetyNet;
   readonly version: string;
@@ -44,6 +48,8 @@ export interface Attempt {
   readonly failure?: InspectFailure;
   /** Set when a fresh session in another era may succeed where this one did not. */
   readonly retry?: Negotiation;
+  /** The last lines from inside the sandbox (the server's stderr), escaped and prefixed. */
+  readonly lastLines: () => string[];
 }
 
 /**
@@ -54,15 +60,19 @@ export async function openAttempt(ctx: InspectContext, negotiation: Negotiation)
   const { plan } = ctx;
   const toServer = new PassThrough();
   const toClient = new PassThrough();
+  const last = new LastLines();
+  const lastLines = () => last.lines();
   const session: BridgeSession = startBridge({
     backend: plan.backend,
     command: ctx.command,
     setup: plan.setup,
     spec: plan.spec,
     secrets: plan.secrets,
+    withheldEnv: plan.allow.withheld,
+    mountHints: mountHintsFor(ctx.command, plan.spec.mounts ?? [], plan.backend.isolation, ctx.home),
     input: toServer,
     output: toClient,
-    errorOutput: sandboxOutput(ctx.stderr),
+    errorOutput: sandboxOutput(last.tee(ctx.stderr)),
     logger: ctx.logger,
     // Nothing is owed once the report is in; when it is not, a silent program need not be waited for.
     timing: { ...plan.timing, exitGraceMs: 200, drainMs: 1000 },
@@ -87,7 +97,7 @@ export async function openAttempt(ctx: InspectContext, negotiation: Negotiation)
       'ended',
       `it ended before answering ${negotiation === 'auto' ? 'server/discover or initialize' : opening(negotiation)}`,
     );
-  if (!(await session.started)) return { client, transport, ended, failure: endedEarly() };
+  if (!(await session.started)) return { client, transport, ended, lastLines, failure: endedEarly() };
   const limit = startTimer(ctx.timeoutMs);
   try {
     await Promise.race([
@@ -102,7 +112,7 @@ export async function openAttempt(ctx: InspectContext, negotiation: Negotiation)
         ),
       ),
     ]);
-    return { client, transport, ended };
+    return { client, transport, ended, lastLines };
   } catch (error) {
     const retry = retryFor(negotiation, error, serverGone);
     // The client rejects with "Not connected" when the session ends first: say that it ended.
@@ -112,7 +122,7 @@ export async function openAttempt(ctx: InspectContext, negotiation: Negotiation)
         : serverGone
           ? endedEarly()
           : new InspectFailure('protocol', errorText(error));
-    return { client, transport, ended, failure, ...(retry ? { retry } : {}) };
+    return { client, transport, ended, lastLines, failure, ...(retry ? { retry } : {}) };
   } finally {
     limit.cancel();
   }

@@ -1,4 +1,10 @@
-import { type PrepareOptions, SandboxFailureError, SetupFailedError } from '@mcpsandbox/core';
+import {
+  PinChangedError,
+  type PinnedSpec,
+  type PrepareOptions,
+  SandboxFailureError,
+  SetupFailedError,
+} from '@mcpsandbox/core';
 import type { OpenDir } from '../host-fs.js';
 import type { StartedWorker } from '../install-job.js';
 import { type Installed, readEntry } from './entries.js';
@@ -11,13 +17,14 @@ import type { HostNpmConfig } from './npm-config.js';
 export async function installInBackground(
   root: OpenDir,
   key: string,
-  spec: string,
+  pinned: PinnedSpec,
   registry: string,
   npmConfig: HostNpmConfig,
   options: PrepareOptions,
-  start: (spec: string, registry: string, npmConfig: HostNpmConfig) => StartedWorker,
+  start: (pinned: PinnedSpec, registry: string, npmConfig: HostNpmConfig) => StartedWorker,
 ): Promise<Installed> {
-  const worker = start(spec, registry, npmConfig);
+  const { spec } = pinned;
+  const worker = start(pinned, registry, npmConfig);
   const forward = (async () => {
     try {
       for await (const chunk of worker.stderr) options.stderr(chunk);
@@ -38,6 +45,7 @@ export async function installInBackground(
   await forward;
   if (!result.ok) {
     if (result.code === 'E_SETUP_FAILED') throw new SetupFailedError(result.message, result.exitCode ?? null);
+    if (result.code === 'E_PIN_CHANGED') throw new PinChangedError(result.message);
     throw new SandboxFailureError(result.message, { code: 'E_PREPARE' });
   }
   const installed = readEntry(root, key);

@@ -6,7 +6,7 @@ import { closeDir, lstatAt, type OpenDir, openDirAt, readFileAt, removeAt } from
 import { isBinName, packageNameParts } from './spec.js';
 
 /** Cache layout version: part of the key, so that entries of an older layout are never read. */
-const LAYOUT = 'v2';
+const LAYOUT = 'v3';
 
 export function cacheKey(registry: string, spec: string): string {
   return createHash('sha256').update(`${LAYOUT}\n${registry}\n${spec}`).digest('hex').slice(0, 24);
@@ -33,7 +33,11 @@ export interface Installed {
   readonly registry: string;
   readonly name: string;
   readonly bin: string;
+  /** The integrity npm installed, checked against the pin before any of its code ran. */
+  readonly integrity?: string;
 }
+
+const INTEGRITY = /^sha(?:256|384|512)-[A-Za-z0-9+/]{20,100}={0,2}$/;
 
 /**
  * Another start (or its background install) is installing the same entry: wait for it rather
@@ -140,11 +144,13 @@ function parseMarker(text: string): Installed | undefined {
     return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
-  const { spec, registry, name, bin } = value as Record<string, unknown>;
+  const { spec, registry, name, bin, integrity } = value as Record<string, unknown>;
   if (typeof spec !== 'string' || typeof registry !== 'string') return undefined;
   if (typeof name !== 'string' || packageNameParts(name) === undefined) return undefined;
   if (typeof bin !== 'string' || !isBinName(bin)) return undefined;
-  return { spec, registry, name, bin };
+  if (integrity !== undefined && (typeof integrity !== 'string' || !INTEGRITY.test(integrity)))
+    return undefined;
+  return { spec, registry, name, bin, ...(integrity === undefined ? {} : { integrity }) };
 }
 
 /**
@@ -152,7 +158,12 @@ function parseMarker(text: string): Installed | undefined {
  * after it. The manifests were written by the install: read without following links, parsed in
  * full, and every name taken from them checked before it becomes part of a path.
  */
-export function describeInstall(prefix: OpenDir, spec: string, registry: string): Installed {
+export function describeInstall(
+  prefix: OpenDir,
+  spec: string,
+  registry: string,
+  integrity?: string,
+): Installed {
   const manifest = parseJson(readFileAt(prefix, ['package.json'], MAX_MANIFEST_BYTES)) as {
     dependencies?: Record<string, string>;
   };
@@ -188,7 +199,7 @@ export function describeInstall(prefix: OpenDir, spec: string, registry: string)
   if (!lstatAt(prefix, ['node_modules', '.bin', bin])) {
     throw new SandboxFailureError(`npm did not link the binary ${bin} of ${name}`, { code: 'E_PREPARE' });
   }
-  return { spec, registry, name, bin };
+  return { spec, registry, name, bin, ...(integrity === undefined ? {} : { integrity }) };
 }
 
 function parseJson(bytes: Buffer | undefined): unknown {

@@ -4,12 +4,15 @@
  *
  * The inputs are a superset of what npm consults, chosen so that a change anywhere npm looks
  * changes the digest: the variables npm reads (every `npm_config_*`, the homes, the prefixes),
- * which npm and which node run, and every config file npm could load — the `.npmrc`,
- * `package.json` and `node_modules` of the working directory and each of its ancestors (where
- * npm looks for the project, workspaces included), the user's, the global and npm's own — with
- * every variable those files name as `${VAR}`. Files are read as npm would (following links),
- * but never block: anything that is not a small regular file makes the inputs unknown, and an
- * unknown input is never answered from the store.
+ * which npm and which node run, and every config file npm could load — the user's, the global
+ * and npm's own, and only when the user opted into a project's config (`--project-npmrc`) the
+ * `.npmrc`, `package.json` and `node_modules` of the working directory and each of its
+ * ancestors (where npm looks for the project, workspaces included) — with every variable those
+ * files name as `${VAR}`. Without the opt-in npm is asked with `--location=global`, which loads
+ * no project config: a folder a sandbox may write never decides the registry or the cache.
+ * Files are read as npm would (following links), but never block: anything that is not a
+ * small regular file makes the inputs unknown, and an unknown input is never answered from the
+ * store.
  */
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
@@ -52,6 +55,7 @@ export function npmConfigInputs(
   hostEnv: Readonly<Record<string, string | undefined>>,
   cwd: string,
   salt: string,
+  project = false,
 ): NpmConfigInputs | undefined {
   if (!isAbsolute(cwd) || hasControl(cwd)) return undefined;
   const npm = identify(locateCommand('npm', hostEnv.PATH, cwd));
@@ -59,7 +63,7 @@ export function npmConfigInputs(
   const node = identify(locateCommand('node', hostEnv.PATH, cwd));
   const files = new Map<string, Content>();
   const marks: [string, string][] = [];
-  for (let dir = cwd; ; dir = dirname(dir)) {
+  for (let dir = cwd; project; dir = dirname(dir)) {
     for (const name of ['.npmrc', 'package.json']) {
       const path = join(dir, name);
       const content = readConfigFile(path);
@@ -83,7 +87,7 @@ export function npmConfigInputs(
     .filter(([name]) => NPM_VARIABLES.includes(name) || /^npm_/i.test(name) || referenced.has(name))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const hash = createHash('sha256').update(salt).update('\0');
-  hash.update(JSON.stringify({ format: 1, cwd, env, npm, node: node ?? null, marks }));
+  hash.update(JSON.stringify({ format: 2, project, cwd, env, npm, node: node ?? null, marks }));
   for (const [path, content] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
     hash.update(`\0${path}\0${content === null ? 'absent' : `${content.length}\0`}`);
     if (content) hash.update(content);

@@ -1,6 +1,7 @@
 import type {
   Logger,
   NetworkSpec,
+  PinnedSpec,
   RegistryTrust,
   SandboxEvent,
   ChildSandboxProcess as SpawnedProcess,
@@ -20,6 +21,11 @@ export interface NpxCacheOptions {
   readonly hostEnv: Readonly<Record<string, string | undefined>>;
   /** Registry URL; default: the host's `npm config get registry`. */
   readonly registry?: string;
+  /**
+   * `--project-npmrc`: the user lets a project `.npmrc` in the working folder (or above) choose
+   * npm's settings, registry included. Absent: only the user's own npm configuration counts.
+   */
+  readonly projectNpmrc?: boolean;
   /** More hosts the install step may reach (`--install-allow-net`), for packages that download at install. */
   readonly installHosts?: readonly string[];
   /** Where the output of a failed install is kept for the user (default: `logs` next to the cache root). */
@@ -45,8 +51,11 @@ export interface NpxDeps {
   readonly onEvent: ((event: SandboxEvent) => void) | undefined;
   /** Where mcp-sandbox's own progress lines go (stderr, through the bridge's logger). */
   readonly logger: Logger;
-  /** Turns the command's spec into the exact one to install (pinned installs); absent: as given. */
-  readonly pin?: (spec: string, registry: string, trust: RegistryTrust) => Promise<string>;
+  /**
+   * Turns the command's spec into the exact one to install (pinned installs) and the integrity
+   * the install must have; absent: as given, unchecked.
+   */
+  readonly pin?: (spec: string, registry: string, trust: RegistryTrust) => Promise<PinnedSpec>;
   /**
    * Runs an install step in the sandbox with `binds` and only `network` for egress: no other
    * environment, no mounts of the spec, no other cache entry.
@@ -62,7 +71,7 @@ export interface NpxDeps {
    * Runs the install in a detached process of its own (see install-worker.ts) so that a start
    * the client abandons still completes it; absent: in this process.
    */
-  readonly background?: (spec: string, registry: string, npmConfig: HostNpmConfig) => StartedWorker;
+  readonly background?: (pinned: PinnedSpec, registry: string, npmConfig: HostNpmConfig) => StartedWorker;
 }
 
 export interface PreparedNpx {
