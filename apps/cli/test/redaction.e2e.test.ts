@@ -122,6 +122,37 @@ describe('secrets are redacted by meaning, not by bytes', () => {
   }, 60_000);
 });
 
+describe("the bridge's own messages", () => {
+  it('a refused call to a tool named after the secret (base64) is logged with the name redacted', async () => {
+    const trace = join(dir, 'logged.jsonl');
+    const c = await connect(
+      [
+        '--backend',
+        'none',
+        '--env',
+        'LEAKED_SECRET',
+        '--deny-tool',
+        'x-*',
+        '--trace',
+        trace,
+        '--',
+        process.execPath,
+        TINY,
+      ],
+      { LEAKED_SECRET: SECRET },
+    );
+    const name = `x-${Buffer.from(`k:${SECRET}`).toString('base64url')}`;
+    try {
+      await expect(c.client.callTool({ name, arguments: {} })).rejects.toThrow(/not allowed/);
+    } finally {
+      await c.client.close();
+    }
+    expect(c.stderr()).toContain('refused a call to tool "x-');
+    expect(recovered(c.stderr(), SECRET)).toEqual([]);
+    expect(recovered(readFileSync(trace, 'utf8'), SECRET)).toEqual([]);
+  }, 60_000);
+});
+
 describe('a secret too short to redact', () => {
   it('is named (never shown) in a warning, and the session runs', async () => {
     const run = spawnBin(
