@@ -72,33 +72,38 @@ describe('secrets are redacted by meaning, not by bytes', () => {
     expect(recovered('nothing here', SECRET)).toEqual([]);
   });
 
-  it('Go/Gson escapes, percent-encoding and base64 of user:secret, Bearer secret and KEY=secret reach neither the trace nor stderr', async () => {
-    const trace = join(dir, 'forms.jsonl');
-    const c = await connect(
-      ['--backend', 'none', '--env', 'LEAKED_SECRET', '--trace', trace, '--', process.execPath, LEAKY],
-      { LEAKED_SECRET: SECRET },
-    );
-    const results: Record<string, string> = {};
-    try {
-      for (const name of ['go', 'percent', 'basic', 'bearer', 'keyvalue']) {
-        results[name] = text(await c.client.callTool({ name, arguments: {} }));
+  it.each([
+    ['Go/Gson escapes (\\u0026, \\u003c, \\u00e4, \\/, surrogate pairs)', 'go'],
+    ['percent-encoding (lower-case hex, + for space)', 'percent'],
+    ['base64 of user:secret (Basic auth)', 'basic'],
+    ['base64url of Bearer secret', 'bearer'],
+    ['base64 of KEY=secret inside a longer blob', 'keyvalue'],
+  ])(
+    '%s reaches neither the trace nor stderr',
+    async (_, form) => {
+      const trace = join(dir, `${form}.jsonl`);
+      const c = await connect(
+        ['--backend', 'none', '--env', 'LEAKED_SECRET', '--trace', trace, '--', process.execPath, LEAKY],
+        { LEAKED_SECRET: SECRET },
+      );
+      let result = '';
+      try {
+        result = text(await c.client.callTool({ name: form, arguments: {} }));
+        await new Promise((r) => setTimeout(r, 300));
+      } finally {
+        await c.client.close();
       }
-      await new Promise((r) => setTimeout(r, 300));
-    } finally {
-      await c.client.close();
-    }
-    // The client asked for it: it gets every form, unredacted.
-    expect(results.go).toBe(SECRET);
-    expect(results.percent).toContain('key=p%c3%a4+ss');
-    for (const name of ['basic', 'bearer', 'keyvalue'])
-      expect(recovered(results[name] ?? '', SECRET)).not.toEqual([]);
-    const written = readFileSync(trace, 'utf8');
-    expect(written).toContain('[REDACTED]');
-    expect(recovered(written, SECRET)).toEqual([]);
-    expect(c.stderr()).toContain('leaky: ');
-    expect(c.stderr()).toContain('[REDACTED]');
-    expect(recovered(c.stderr(), SECRET)).toEqual([]);
-  }, 60_000);
+      // The client asked for it: it gets the form, unredacted.
+      expect(recovered(result, SECRET)).not.toEqual([]);
+      const written = readFileSync(trace, 'utf8');
+      expect(written).toContain('[REDACTED]');
+      expect(recovered(written, SECRET)).toEqual([]);
+      expect(c.stderr()).toContain('leaky: ');
+      expect(c.stderr()).toContain('[REDACTED]');
+      expect(recovered(c.stderr(), SECRET)).toEqual([]);
+    },
+    60_000,
+  );
 
   it("Python's \\u escapes (non-ASCII and surrogate pairs) reach neither the trace nor stderr", async () => {
     const trace = join(dir, 'python.jsonl');
