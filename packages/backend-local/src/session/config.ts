@@ -12,6 +12,8 @@ import {
   defaultNpmCache,
   defaultStateRoot,
   hiddenRoots,
+  type InstallQuota,
+  installQuota,
   type NpxCacheOptions,
   planTlsTrust,
   STATE_PREFIX,
@@ -44,6 +46,8 @@ export interface BackendSettings {
   readonly autoMount: boolean;
   readonly installHosts: string[];
   readonly installEnv: Record<string, string>;
+  /** The install cache's quota (environment, parsed here so that a malformed value fails at once). */
+  readonly installQuota: InstallQuota;
   readonly tmpSize: number;
   readonly shmSize: number;
   readonly tlsTrust: boolean;
@@ -62,6 +66,7 @@ export function backendSettings(options: LocalBackendOptions): BackendSettings {
   const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
   for (const host of installHosts) parseGrant(host);
   const installEnv = options.installEnv ?? parseInstallEnv(settings.installEnv);
+  const quota = installQuota(hostEnv);
   const tmpSize = options.tmpSizeBytes ?? sizeSetting(settings, 'tmpSize') ?? DEFAULT_TMP_SIZE;
   const shmSize = options.shmSizeBytes ?? sizeSetting(settings, 'shmSize') ?? DEFAULT_SHM_SIZE;
   const tlsTrust =
@@ -76,6 +81,7 @@ export function backendSettings(options: LocalBackendOptions): BackendSettings {
     autoMount,
     installHosts,
     installEnv,
+    installQuota: quota,
     tmpSize,
     shmSize,
     tlsTrust,
@@ -91,7 +97,7 @@ export function sandboxConfig(
   backend: BackendSettings,
 ): SandboxConfig {
   const { logger, hostEnv, settings, stateName, autoMount, tlsTrust, tmpSize, shmSize } = backend;
-  const { installHosts, installEnv } = backend;
+  const { installHosts, installEnv, installQuota: quota } = backend;
   const grants = parseGrants(spec.network?.allow);
   checkMounts(spec.mounts ?? []);
   const limits = planLimits(spec.limits, {
@@ -117,7 +123,7 @@ export function sandboxConfig(
     settings,
     hostEnv,
     defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
-    { installHosts, installEnv, ...(userCache ? { userCache } : {}) },
+    { installHosts, installEnv, quota, ...(userCache ? { userCache } : {}) },
   );
   checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
   if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
@@ -154,14 +160,16 @@ function npmOptions(
   install: {
     readonly installHosts: string[];
     readonly installEnv: Record<string, string>;
+    readonly quota: InstallQuota;
     readonly userCache?: NpxCacheOptions['userCache'];
   },
 ): NpxCacheOptions {
-  const { installHosts, installEnv, userCache } = install;
+  const { installHosts, installEnv, quota, userCache } = install;
   const registry = options.npmRegistry ?? settings.npmRegistry;
   return {
     cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultCache,
     hostEnv,
+    quota,
     ...(installHosts.length > 0 ? { installHosts } : {}),
     ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
     ...(registry ? { registry } : {}),
