@@ -8,7 +8,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, startRegistry } from './cli.js';
+import { BIN, runBin, startRegistry } from './cli.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-install-quota-'));
 chmodSync(work, 0o755);
@@ -60,7 +60,7 @@ function completeEntries(cache: string): string[] {
 
 /**
  * A start whose client waits (stdin open): its exit code and stderr once it ends, or, when the
- * install is kept as a complete entry instead (the server then runs), its stderr so far.
+ * install is kept as a new complete entry instead (the server then runs), its stderr so far.
  */
 async function startUntilEnd(
   args: readonly string[],
@@ -77,8 +77,9 @@ async function startUntilEnd(
   });
   const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
   let kept = false;
+  const before = completeEntries(cache);
   const watch = setInterval(() => {
-    kept = completeEntries(cache).length > 0;
+    kept = completeEntries(cache).some((name) => !before.includes(name));
     if (kept) child.kill('SIGKILL');
   }, 500);
   try {
@@ -166,6 +167,53 @@ describe('an install script that floods the install cache', () => {
       expect(leftInCache(cache)).toEqual([]);
     } finally {
       await registry.close();
+    }
+  });
+
+  // Before: nothing bounded the cache as a whole; each entry could be as large as it liked.
+  it('is stopped at what is left of the cache total: the message names the total and how to make room', {
+    timeout: 180_000,
+  }, async () => {
+    const small = await startRegistry({ waitMs: 0 }, 'slow-install');
+    const flood = await startRegistry({ files: 100, fileBytes: 16 }, 'flood-install');
+    const cache = join(work, 'total');
+    // Room for the small package (a dozen entries) and not for a hundred files more.
+    const vars = { ...env('total'), MCP_SANDBOX_INSTALL_CACHE_MAX_FILES: '60' };
+    try {
+      const first = await runBin(
+        [
+          '--backend-option',
+          `npmRegistry=${small.url}`,
+          '--backend-option',
+          `npmCacheDir=${cache}`,
+          '--',
+          'npx',
+          '-y',
+          'slow-install@1.0.0',
+        ],
+        vars,
+      );
+      await first.client.close();
+      expect(completeEntries(cache)).toHaveLength(1);
+      const args = [
+        '--backend-option',
+        `npmRegistry=${flood.url}`,
+        '--backend-option',
+        `npmCacheDir=${cache}`,
+      ];
+      const { code, stderr } = await startUntilEnd([...args, '--', 'npx', '-y', PACKAGE], vars, cache);
+      expect(code, stderr).toBe(125);
+      expect(stderr).toContain(
+        `the install of ${PACKAGE} was stopped: it would take the install cache (${cache}) past its total limit of 60 files`,
+      );
+      expect(stderr).toContain('MCP_SANDBOX_INSTALL_CACHE_MAX_FILES=');
+      expect(flood.beacons).toEqual([]);
+      // The entry that fitted is still there; nothing of the refused one is.
+      expect(leftInCache(cache)).toEqual(completeEntries(cache));
+      expect(completeEntries(cache)).toHaveLength(1);
+    } finally {
+      await small.close();
+      await flood.close();
     }
   });
 });
