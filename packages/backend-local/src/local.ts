@@ -267,7 +267,7 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
     // The first exec that is neither an install nor a setup step is the server's.
     const copy = extras.install || extras.setup ? undefined : this.#copyAtStart;
     if (copy) this.#copyAtStart = undefined;
-    args.push('--', ...this.#launcher(target, copy));
+    args.push('--', ...this.#launcher(target, copy, extras.install === true));
     // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
     const bwrapArgv =
       network && ipcFd !== undefined
@@ -424,12 +424,18 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
     return { proc, nsInit };
   }
 
-  /** The argv bwrap executes: limits and a clean environment. */
-  #launcher(command: readonly string[], copy?: PackageCopy): string[] {
-    const { info, limits } = this.#config;
+  /**
+   * The argv bwrap executes: limits and a clean environment. An install step's files can be no
+   * larger than its entry's byte quota (RLIMIT_FSIZE): one file cannot outgrow the quota between
+   * two counts of the host's watch (host-side npx/watchdog.ts).
+   */
+  #launcher(command: readonly string[], copy: PackageCopy | undefined, install: boolean): string[] {
+    const { info, limits, installFileSize } = this.#config;
+    const prlimitArgs = [...limits.prlimitArgs];
+    if (install) prlimitArgs.push(`--fsize=${installFileSize}:${installFileSize}`);
     const limited =
-      info.prlimitPath && limits.prlimitArgs.length > 0
-        ? [info.prlimitPath, ...limits.prlimitArgs, '--', ...command]
+      info.prlimitPath && prlimitArgs.length > 0
+        ? [info.prlimitPath, ...prlimitArgs, '--', ...command]
         : [...command];
     // bwrap sets PWD; the environment is the allowlist and nothing else.
     if (!copy) return ['/bin/sh', '-c', 'unset PWD; exec "$@"', 'sh', ...limited];

@@ -216,4 +216,33 @@ describe('an install script that floods the install cache', () => {
       await flood.close();
     }
   });
+
+  // Before: one file of any size could be written between two counts of the host's watch. The
+  // file goes to the step's tmp (not counted by the watch): only the file size limit refuses it.
+  it('cannot write one file larger than the entry quota at all: the write fails, and an install that copes is kept', {
+    timeout: 180_000,
+  }, async () => {
+    const registry = await startRegistry({ bigFileBytes: 64 * 2 ** 20 }, 'flood-install');
+    const cache = join(work, 'big-file');
+    try {
+      const running = await runBin(
+        [
+          '--backend-option',
+          `npmRegistry=${registry.url}`,
+          '--backend-option',
+          `npmCacheDir=${cache}`,
+          '--',
+          'npx',
+          '-y',
+          PACKAGE,
+        ],
+        env('big-file'),
+      );
+      await running.client.close();
+      expect(registry.beacons).toEqual([{ big: 'EFBIG', flooded: 0 }]);
+      expect(completeEntries(cache)).toHaveLength(1);
+    } finally {
+      await registry.close();
+    }
+  });
 });

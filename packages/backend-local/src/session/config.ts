@@ -100,11 +100,12 @@ export function sandboxConfig(
   const { installHosts, installEnv, installQuota: quota } = backend;
   const grants = parseGrants(spec.network?.allow);
   checkMounts(spec.mounts ?? []);
+  const hardLimits = readHardLimits();
   const limits = planLimits(spec.limits, {
     prlimit: found.prlimitPath !== undefined,
     defaultMaxProcesses:
       options.defaultMaxProcesses ?? numberSetting(settings, 'maxProcesses') ?? DEFAULT_MAX_PROCESSES,
-    hardLimits: readHardLimits(),
+    hardLimits,
   });
   for (const note of limits.notes) logger.warn(note);
   spec.onEvent?.({ type: 'limits', enforced: limits.enforced, notEnforced: limits.notEnforced });
@@ -133,6 +134,12 @@ export function sandboxConfig(
     info: found,
     grants,
     limits,
+    // One byte past the entry quota, so that a file that reaches it counts as past it; never
+    // above the host's own hard limit, which a sandbox cannot raise.
+    installFileSize: Math.min(
+      backend.installQuota.entry.bytes + 1,
+      hardLimits.fsize ?? Number.POSITIVE_INFINITY,
+    ),
     hostEnv,
     hostHome: home,
     stateDir,
@@ -185,6 +192,8 @@ export interface SandboxConfig {
   readonly machine?: MachineCheck;
   readonly grants: readonly NetGrant[];
   readonly limits: LimitPlan;
+  /** RLIMIT_FSIZE of install steps: no one file larger than an entry's byte quota. */
+  readonly installFileSize: number;
   readonly hostEnv: Readonly<Record<string, string | undefined>>;
   readonly hostHome: string;
   readonly stateDir: string;
