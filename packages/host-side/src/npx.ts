@@ -158,7 +158,7 @@ async function install(
     if (deps.runAs) fchownSync(prefix.fd, deps.runAs.uid, deps.runAs.gid);
     // What this install may write: its entry's quota, or what is left of the cache's total.
     const quota = deps.cache.quota ?? installQuota(deps.cache.hostEnv);
-    const budget = installBudget(quota, cacheUsage(root, quota), cacheRoot);
+    const budget = installBudget(quota, cacheUsage(root, quota, stagingName), cacheRoot);
     const full = cacheFullError(spec, budget);
     if (full) throw full;
     const guard = new InstallGuard(prefix, budget, spec);
