@@ -5,8 +5,11 @@ describe('public exports', () => {
   it('are exactly these', () => {
     expect(Object.keys(api).sort()).toEqual([
       'ALWAYS_HIDDEN',
+      'DEFAULT_INSTALL_QUOTA',
       'DEFAULT_NPM_REGISTRY',
       'HostFsError',
+      'InstallQuotaError',
+      'QUOTA_VARIABLES',
       'SANDBOX_HOME',
       'SANDBOX_NPM_ROOT',
       'STATE_PREFIX',
@@ -25,6 +28,7 @@ describe('public exports', () => {
       'findOnPath',
       'hiddenRoots',
       'identifyInit',
+      'installQuota',
       'isHidden',
       'isInside',
       'killInit',
@@ -34,6 +38,7 @@ describe('public exports', () => {
       'openOwnedDir',
       'openState',
       'ownFiles',
+      'parseByteSize',
       'parseNpxCommand',
       'planTlsTrust',
       'prepareNpx',
