@@ -116,7 +116,9 @@ describe('first-run pinning ends with the first listing (issue 31, finding 2)', 
     const httpClient = async (served: Served) => {
       const client = new Client({ name: 'pin-test', version: '1.0.0' }, { capabilities: {} });
       const headers = { Authorization: `Bearer ${TOKEN}` };
-      await client.connect(new StreamableHTTPClientTransport(new URL(served.url), { requestInit: { headers } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(served.url), { requestInit: { headers } }),
+      );
       return client;
     };
     const session = async (served: Served) => {
