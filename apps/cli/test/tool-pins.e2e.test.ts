@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect, line, spawnBin, stdoutMessages, traceRecords } from './helpers.js';
+import { connect, line, spawnBin, stdoutMessages, traceRecords, waitFor } from './helpers.js';
 import { type Served, startServe, TOKEN } from './serve-helpers.js';
 import { modernMeta } from './v2-helpers.js';
 
@@ -163,7 +163,7 @@ describe('first-run pinning ends with the first listing (issue 31, finding 2)', 
 });
 
 describe('a batched handshake or listing under a policy (issue 31, finding 7)', () => {
-  const through = async (batch: unknown[], deny: string) => {
+  const through = async (batch: unknown[], deny: string, mode = 'describe') => {
     const run = spawnBin(
       [
         'run',
@@ -173,14 +173,19 @@ describe('a batched handshake or listing under a policy (issue 31, finding 7)', 
         '--deny-tool',
         deny,
         '--env',
-        'PIN_MODE=describe',
+        `PIN_MODE=${mode}`,
         '--',
         process.execPath,
         PIN_SERVER,
       ],
       { PATH: process.env.PATH ?? '' },
     );
-    run.child.stdin.end(line(batch));
+    run.child.stdin.write(line(batch));
+    // The answer comes before the client goes: stdin stays open until then (or for 20 s).
+    await waitFor(() => stdoutMessages(run.stdoutSoFar()).length > 0, 20_000, 'an answer').catch(
+      () => undefined,
+    );
+    run.child.stdin.end();
     const { stdout } = await run.result;
     return { text: stdout.toString(), messages: stdoutMessages(stdout) };
   };
@@ -215,5 +220,20 @@ describe('a batched handshake or listing under a policy (issue 31, finding 7)', 
     expect(messages.map((m) => m.id)).toEqual([2]);
     expect(text).toContain('"name":"echo"');
     expect(text).not.toContain('"name":"add"');
+  });
+
+  it('attack: a batched initialize answered with a batch is refused, and its request answered at once', async () => {
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    };
+    const { text, messages } = await through([init], 'secret-*', 'array');
+    expect(text).not.toContain('secret-admin');
+    // Before: the array line was dropped and the request waited for the client to go (-32000).
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({ id: 1, error: { code: -32003 } });
+    expect(String((messages[0]?.error as { message: string }).message)).toMatch(/a batch holding a response/);
   });
 });
