@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -184,6 +185,10 @@ describe('filePinStore', () => {
       // A pin that is not a digest makes the file unreadable, with what to do.
       writeFileSync(path, JSON.stringify({ v: 1, tools: { a: 'x' } }));
       expect(() => store.load()).toThrow(/not a sha256 digest.*delete it to re-pin/);
+      // A FIFO at the path is refused at once, never waited on.
+      const fifo = join(dir, 'fifo.json');
+      execFileSync('mkfifo', [fifo]);
+      expect(() => filePinStore(fifo).load()).toThrow(/not a regular file/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { UsageError } from './errors.js';
 import { toolNameSkeleton } from './tool-names.js';
 import { ToolReview } from './tool-review.js';
@@ -87,9 +96,10 @@ export function filePinStore(path: string): PinStore {
   return {
     location: path,
     load() {
-      if (!existsSync(path)) return undefined;
       try {
-        const parsed = JSON.parse(readFileSync(path, 'utf8')) as {
+        const text = readPinFile(path);
+        if (text === undefined) return undefined;
+        const parsed = JSON.parse(text) as {
           v?: number;
           tools?: Record<string, string>;
         };
@@ -135,5 +145,30 @@ function createExclusive(path: string, text: string): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw error;
+  }
+}
+
+/** A pin file is a few digests a tool: anything near this size is not one. */
+const MAX_PIN_FILE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The pin file's text, or undefined when there is none. Opened without blocking and checked to be
+ * a regular file of a sane size first: a FIFO or a device at the path must not hang every session.
+ */
+function readPinFile(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new Error('not a regular file');
+    if (stat.size > MAX_PIN_FILE_BYTES) throw new Error(`larger than ${MAX_PIN_FILE_BYTES} bytes`);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
   }
 }
