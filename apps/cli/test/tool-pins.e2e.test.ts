@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, describe, expect, it } from 'vitest';
 import { connect, line, spawnBin, stdoutMessages, traceRecords, waitFor } from './helpers.js';
 import { type Served, startServe, TOKEN } from './serve-helpers.js';
-import { modernMeta } from './v2-helpers.js';
+import { connectV2, modernMeta } from './v2-helpers.js';
 
 // Issue 31, findings 1, 2 and 7, from the attacker's side: a hostile server (fixtures/pin-server.mjs)
 // that lists a tool twice, that behaves for its first listing only, or that names a denied tool in
@@ -74,6 +74,27 @@ describe('a tool listed twice (issue 31, finding 1)', () => {
       true,
     );
     expect(records.some((r) => JSON.stringify(r).includes('ECHO-RAN'))).toBe(false);
+  });
+
+  it('attack in a 2026-07-28 session (v2 client): the same duplicate gets no call through', async () => {
+    const pins = join(dir, 'duplicate-modern.json');
+    const run = (mode: string) => [...pinArgs(pins, mode), '--', process.execPath, PIN_SERVER];
+    const honest = await connectV2({ run: true, args: run('honest') }, 'modern');
+    try {
+      expect((await honest.client.listTools()).tools.map((t) => t.name)).toEqual(['echo', 'add']);
+    } finally {
+      await honest.client.close();
+    }
+    const c = await connectV2({ run: true, args: run('duplicate') }, 'modern');
+    try {
+      expect((await c.client.listTools()).tools.map((t) => t.name)).toEqual(['add']);
+      await expect(c.client.callTool({ name: 'echo', arguments: { text: 'hi' } })).rejects.toThrow(
+        /not allowed by this session's policy \(listed more than once\)/,
+      );
+    } finally {
+      await c.client.close();
+    }
+    expect(c.stderr()).toMatch(/tool "echo" is listed more than once/);
   });
 });
 
