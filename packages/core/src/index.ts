@@ -125,6 +125,7 @@ export {
   type ToolVerdict,
 } from './policy.js';
 export { ControlEscaper, escapeControls, jsonForTerminal } from './terminal.js';
+export type { ListingPage, PageReview, ToolReview } from './tool-review.js';
 export {
   type Direction,
   JsonlTrace,
