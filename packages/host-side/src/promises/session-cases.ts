@@ -150,7 +150,7 @@ export function registerSessionCases(options: PromiseSuiteOptions): void {
     });
 
     it('set-id bits and file capabilities are refused in a state home', { timeout }, async () => {
-      const stateRoot = dirs.open('promise-state-', 0o700);
+      const stateRoot = dirs.open('promise-state-', IS_ROOT ? 0o711 : 0o700);
       const ran = await run(
         ['/bin/sh', '-c', 'exec /usr/bin/python3 -c "$0" "$HOME"', SETID_ATTACK],
         {},
@@ -213,12 +213,12 @@ export function registerSessionCases(options: PromiseSuiteOptions): void {
   });
 }
 
-/** curl through whatever proxy the sandbox is given; one status line per URL. */
+/** curl through the proxy the sandbox is given, for loopback too (local sets NO_PROXY for it); one status line per URL. */
 function curlBoth(first: string, second: string): string[] {
   return [
     '/bin/sh',
     '-c',
-    'for url in "$0" "$1"; do curl -s -o /dev/null -w "%{http_code}\\n" --max-time 20 "$url" || echo "error"; done',
+    'for url in "$0" "$1"; do env -u NO_PROXY -u no_proxy curl -s -o /dev/null -w "%{http_code}\\n" --max-time 20 "$url" || echo "error"; done',
     first,
     second,
   ];
