@@ -14,6 +14,7 @@ import {
   type NpxCacheOptions,
   openState,
   planTlsTrust,
+  unwritableMountWarnings,
 } from '@mcpsandbox/host-side';
 import { enforcedBy, refuseUnsupportedCommands, SRT_VERSION, srtEngine } from './engine.js';
 import { checkPathMounts, srtPlatformOf, userDataRoots } from './policy.js';
@@ -74,6 +75,7 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, false);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
+      for (const warning of unwritableMountWarnings(spec.mounts ?? [], engine.runAs)) logger.warn(warning);
       const trust = tlsTrust ? planTlsTrust(hostEnv, userDataRoots(engine.platform, home)) : undefined;
       for (const note of trust?.notes ?? []) logger.warn(note);
       const trustEnv: Record<string, string> = {};
@@ -89,7 +91,7 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
         hostEnv,
         hostHome: home,
         stateDir,
-        ...(stateName ? { state: openState(stateRoot, stateName, undefined) } : {}),
+        ...(stateName ? { state: openState(stateRoot, stateName, engine.runAs) } : {}),
         autoMount,
         npm,
         trust: { env: trustEnv, files: trustFiles },
