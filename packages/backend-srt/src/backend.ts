@@ -63,8 +63,10 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
       refuseUnsupportedCommands(engine.platform);
       createOptions?.signal?.throwIfAborted();
       const home = hostEnv.HOME ?? homedir();
+      // As root the sandbox runs as another user: the install cache and states are local's too.
+      const runsAsOther = engine.runAs !== undefined;
       const npm: NpxCacheOptions = {
-        cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultNpmCache(hostEnv, home, false),
+        cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultNpmCache(hostEnv, home, runsAsOther),
         hostEnv,
         ...(installHosts.length > 0 ? { installHosts } : {}),
         ...((options.npmRegistry ?? settings.npmRegistry)
@@ -72,7 +74,7 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
           : {}),
       };
       const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
-      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, false);
+      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, runsAsOther);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
       for (const warning of unwritableMountWarnings(spec.mounts ?? [], engine.runAs)) logger.warn(warning);

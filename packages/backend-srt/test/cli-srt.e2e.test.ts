@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,8 @@ import { CLI_FIXTURES, connect, spawnBin, textOf, traceRecords } from './cli.js'
 // `mcp-sandbox run --backend srt` through the built binary, with the real SDK client, a fake
 // HOME holding a canary, and a withheld host variable.
 const dir = mkdtempSync(join(tmpdir(), 'srt-cli-'));
+// Anyone may pass: as root the sandbox runs as nobody, and only the sandbox may keep files out of reach.
+chmodSync(dir, 0o755);
 const home = join(dir, 'home');
 mkdirSync(home);
 const CANARY = 'srt-cli-canary-51d2';
