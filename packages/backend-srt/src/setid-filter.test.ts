@@ -12,7 +12,7 @@ function decide(filter: Uint8Array, arch: number, nr: number, args: readonly num
   const data = Buffer.alloc(64);
   data.writeUInt32LE(nr >>> 0, 0);
   data.writeUInt32LE(arch >>> 0, 4);
-  args.forEach((arg, i) => data.writeUInt32LE(arg >>> 0, 16 + 8 * i));
+  for (const [i, arg] of args.entries()) data.writeUInt32LE(arg >>> 0, 16 + 8 * i);
   let acc = 0;
   for (let pc = 0; pc * 8 < view.length; pc++) {
     const code = view.readUInt16LE(pc * 8);
