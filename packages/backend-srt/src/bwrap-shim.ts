@@ -40,7 +40,8 @@ export function bwrapShimScript(realBwrap: string, options: ShimOptions = {}): s
           '--inh-caps=-all',
           '--bounding-set=-all',
           '--',
-        ].join(' ') + ' '
+          '',
+        ].join(' ')
       : '';
   return [
     '#!/bin/sh',

@@ -78,6 +78,8 @@ export interface SrtEngineDeps {
   readonly openEgress: (range?: readonly [number, number]) => Promise<EgressSwitch>;
   /** Linux: the bwrap and socat srt runs, shims that keep the promises (see `linux-engine.ts`). */
   readonly bwrapShim: () => LinuxShims | undefined;
+  /** The host process's uid (default `process.getuid()`): root is dropped on Linux, refused on macOS. */
+  readonly uid?: number | undefined;
 }
 
 export function defaultEngineDeps(platform: NodeJS.Platform = process.platform): SrtEngineDeps {
@@ -112,6 +114,14 @@ export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
     throw new BackendUnavailableError(`the srt backend does not run on ${deps.platform}`, {
       code: 'E_SRT_PLATFORM',
     });
+  }
+  const uid = 'uid' in deps ? deps.uid : process.getuid?.();
+  if (platform === 'macos' && uid === 0) {
+    // Seatbelt has no user to drop to here: the server would run as root, with root's files.
+    throw new BackendUnavailableError(
+      'the srt backend does not run as root on macOS: the server would run as root. Run mcp-sandbox as your own user, or use --backend e2b',
+      { code: 'E_SRT_ROOT' },
+    );
   }
   let config: SandboxRuntimeConfig;
   let shim: LinuxShims | undefined;
