@@ -55,7 +55,7 @@ export function enforcedBy(platform: SrtPlatform): {
     return {
       engine: 'bubblewrap via srt',
       enforces:
-        'user, pid and network namespaces, seccomp (no unix sockets), file reads denied under the user data roots except what is granted, writes only to the private home and tmp and rw mounts, network only to the host egress proxy',
+        'user, pid and network namespaces, seccomp (no unix sockets, no set-id bits or file capabilities), as nobody when run as root, file reads denied under the user data roots except what is granted, writes only to the private home and tmp and rw mounts, network only to the host egress proxy, nothing left after a killed bridge',
       gaps: 'none beyond those of bubblewrap',
     };
   }

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const IS_ROOT = process.getuid?.() === 0;
+/** The attacks that need /proc, python3's xattr calls, setcap or setpriv run on Linux only. */
+export const LINUX = process.platform === 'linux';
 /** The ordinary user the bridge runs as in the non-root cases (nobody). */
 export const ORDINARY_USER = { uid: 65534, gid: 65534 } as const;
 export const CANARY = 'promise-suite-canary-5e1d';

@@ -1,7 +1,8 @@
 /**
  * The promise suite: the attacks that hold an OS backend's promises, run against any backend
  * from one place, as the conformance suite does for the protocol. Each backend package's tests
- * call {@link runPromiseSuite} with its factory and the built binary. Linux only.
+ * call {@link runPromiseSuite} with its factory and the built binary. The cases that need Linux
+ * (/proc, set-id calls, setpriv) are skipped elsewhere; the rest run on macOS too.
  */
 import type { BackendFactoryOptions, SandboxBackend } from '@mcpsandbox/core';
 import { registerBridgeCases } from './bridge-cases.js';

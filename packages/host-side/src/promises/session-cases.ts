@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger, SandboxSpec } from '@mcpsandbox/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CANARY, IS_ROOT, SuiteDirs, WITHHELD } from './fixture.js';
+import { CANARY, IS_ROOT, LINUX, SuiteDirs, WITHHELD } from './fixture.js';
 import type { PromiseSuiteOptions } from './index.js';
 import { HOST_TREE, IDENTITY_PROBE, READ_PROBE, SETID_ATTACK } from './scripts.js';
 
@@ -107,11 +107,11 @@ export function registerSessionCases(options: PromiseSuiteOptions): void {
       expect(granted[paths[0] as string]).toBe(`read:${CANARY}`);
     });
 
-    it('/etc/shadow is unreadable', { timeout }, async () => {
+    it.runIf(LINUX)('/etc/shadow is unreadable', { timeout }, async () => {
       expect(json(await run(node(READ_PROBE, '/etc/shadow')))['/etc/shadow']).toMatch(/^refused:/);
     });
 
-    it.runIf(IS_ROOT)(
+    it.runIf(LINUX && IS_ROOT)(
       'a root-only file is unreadable even in a granted folder; its neighbour is read (control)',
       { timeout },
       async () => {
@@ -128,20 +128,24 @@ export function registerSessionCases(options: PromiseSuiteOptions): void {
       },
     );
 
-    it('the server is not uid 0, holds no capabilities and cannot gain any (no_new_privs)', {
-      timeout,
-    }, async () => {
-      const who = json(await run(node(IDENTITY_PROBE)));
-      for (const field of ['uid', 'gid'] as const) {
-        expect((who[field] ?? '').split(/\s+/), `${field} ${who[field]}`).not.toContain('0');
-      }
-      for (const field of ['capEff', 'capPrm', 'capInh', 'capAmb'] as const) {
-        expect(who[field], `${field} of the server`).toMatch(/^0+$/);
-      }
-      expect(who.noNewPrivs).toBe('1');
-    });
+    it.runIf(LINUX)(
+      'the server is not uid 0, holds no capabilities and cannot gain any (no_new_privs)',
+      {
+        timeout,
+      },
+      async () => {
+        const who = json(await run(node(IDENTITY_PROBE)));
+        for (const field of ['uid', 'gid'] as const) {
+          expect((who[field] ?? '').split(/\s+/), `${field} ${who[field]}`).not.toContain('0');
+        }
+        for (const field of ['capEff', 'capPrm', 'capInh', 'capAmb'] as const) {
+          expect(who[field], `${field} of the server`).toMatch(/^0+$/);
+        }
+        expect(who.noNewPrivs).toBe('1');
+      },
+    );
 
-    it('set-id bits and file capabilities are refused in an rw mount', { timeout }, async () => {
+    it.runIf(LINUX)('set-id bits and file capabilities are refused in an rw mount', { timeout }, async () => {
       const dir = dirs.open('promise-setid-', 0o777);
       const ran = await run(['/usr/bin/python3', '-c', SETID_ATTACK, dir], {
         mounts: [{ hostPath: dir, sandboxPath: dir, mode: 'rw' }],
@@ -149,20 +153,24 @@ export function registerSessionCases(options: PromiseSuiteOptions): void {
       expectNoSetIdPlants(dir, `${ran.stdout}${ran.stderr}`);
     });
 
-    it('set-id bits and file capabilities are refused in a state home', { timeout }, async () => {
-      const stateRoot = dirs.open('promise-state-', IS_ROOT ? 0o711 : 0o700);
-      const ran = await run(
-        ['/bin/sh', '-c', 'exec /usr/bin/python3 -c "$0" "$HOME"', SETID_ATTACK],
-        {},
-        { state: 'promises', stateRoot },
-      );
-      const found = hostTree(stateRoot).find((entry) => entry.path.endsWith('/plain'));
-      expect(
-        found,
-        `the attack wrote its control file in the state home: ${ran.stdout}${ran.stderr}`,
-      ).toBeDefined();
-      expectNoSetIdPlants((found?.path ?? '').slice(0, -'/plain'.length), `${ran.stdout}${ran.stderr}`);
-    });
+    it.runIf(LINUX)(
+      'set-id bits and file capabilities are refused in a state home',
+      { timeout },
+      async () => {
+        const stateRoot = dirs.open('promise-state-', IS_ROOT ? 0o711 : 0o700);
+        const ran = await run(
+          ['/bin/sh', '-c', 'exec /usr/bin/python3 -c "$0" "$HOME"', SETID_ATTACK],
+          {},
+          { state: 'promises', stateRoot },
+        );
+        const found = hostTree(stateRoot).find((entry) => entry.path.endsWith('/plain'));
+        expect(
+          found,
+          `the attack wrote its control file in the state home: ${ran.stdout}${ran.stderr}`,
+        ).toBeDefined();
+        expectNoSetIdPlants((found?.path ?? '').slice(0, -'/plain'.length), `${ran.stdout}${ran.stderr}`);
+      },
+    );
 
     it('writes reach the host only through rw mounts', { timeout }, async () => {
       const outside = dirs.open('promise-rw-', 0o777);
