@@ -13,7 +13,7 @@ import {
   stillRunning,
   waitUntil,
 } from './processes.js';
-import { DAEMON_SERVER, SETID_ATTACK } from './scripts.js';
+import { DAEMON_SERVER, IDENTITY_PROBE, SETID_ATTACK } from './scripts.js';
 import { expectNoSetIdPlants } from './session-cases.js';
 
 export function registerBridgeCases(options: PromiseSuiteOptions): void {
@@ -83,6 +83,39 @@ export function registerBridgeCases(options: PromiseSuiteOptions): void {
       const kept = readdirSync(tmp).filter((name) => left.includes(name));
       expect(kept, `left in the temp dir after the next start (${readdirSync(tmp).join(', ')})`).toEqual([]);
     });
+
+    it.runIf(IS_ROOT)(
+      'run by root: the server is not uid 0, holds no capabilities, and plants no set-id file in an rw mount',
+      { timeout },
+      async () => {
+        const dir = dirs.open('promise-setid-root-', 0o777);
+        const tmp = dirs.open('promise-tmp-');
+        const script = '"$0" -e "$1"; exec /usr/bin/python3 -c "$2" "$3"';
+        const run = bridge(
+          [
+            '--mount',
+            `${dir}:${dir}:rw`,
+            '--',
+            '/bin/sh',
+            '-c',
+            script,
+            process.execPath,
+            IDENTITY_PROBE,
+            SETID_ATTACK,
+            dir,
+          ],
+          tmp,
+        );
+        const exit = await run.exit;
+        expect(exit.code, run.stderr()).toBe(0);
+        const who = JSON.parse(run.stdout().split('\n')[0] ?? '') as Record<string, string>;
+        expect((who.uid ?? '').split(/\s+/), `uid ${who.uid}`).not.toContain('0');
+        expect(who.capEff, 'effective capabilities of the server').toMatch(/^0+$/);
+        expect(who.capPrm, 'permitted capabilities of the server').toMatch(/^0+$/);
+        expect(who.noNewPrivs).toBe('1');
+        expectNoSetIdPlants(dir, run.stdout());
+      },
+    );
 
     it.runIf(IS_ROOT)(
       'run by an ordinary user: set-id bits and file capabilities are refused in an rw mount',

@@ -78,6 +78,7 @@ export async function waitUntil(check: () => boolean, what: string, ms = 30_000)
 
 export interface Bridge {
   readonly child: ChildProcessWithoutNullStreams;
+  readonly stdout: () => string;
   readonly stderr: () => string;
   readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -98,12 +99,15 @@ export function startBridge(
       )
     : spawn(process.execPath, argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
+  let stdout = '';
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  child.stdout.resume();
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout = (stdout + chunk.toString()).slice(-65536);
+  });
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('close', (code, signal) => resolve({ code, signal }));
   });
-  return { child, stderr: () => stderr, exit };
+  return { child, stdout: () => stdout, stderr: () => stderr, exit };
 }
