@@ -14,7 +14,13 @@ mkdirSync(home);
 const CANARY = 'srt-cli-canary-51d2';
 writeFileSync(join(home, 'secret.txt'), CANARY);
 const WITHHELD = 'withheld-value-9c1e';
-const env = { HOME: home, WITHHELD_TOKEN: WITHHELD, MCP_SANDBOX_PIN_LOCK: join(dir, 'npx-lock.json') };
+// A cache of its own: the install step (and its egress) runs here, whatever another test cached.
+const env = {
+  HOME: home,
+  XDG_CACHE_HOME: join(dir, 'cache'),
+  WITHHELD_TOKEN: WITHHELD,
+  MCP_SANDBOX_PIN_LOCK: join(dir, 'npx-lock.json'),
+};
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const FS_SERVER = join(CLI_FIXTURES, 'fs-server.mjs');
 const TINY_SERVER = join(CLI_FIXTURES, 'tiny-server.mjs');
