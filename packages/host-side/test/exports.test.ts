@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as api from '../src/index.js';
+import * as promises from '../src/promises/index.js';
 
 describe('public exports', () => {
   it('are exactly these', () => {
@@ -51,5 +52,9 @@ describe('public exports', () => {
       'unwritableMountWarnings',
       'writeFileAt',
     ]);
+  });
+
+  it('exports the promise suite from its own entry', () => {
+    expect(Object.keys(promises).sort()).toEqual(['runPromiseSuite']);
   });
 });
