@@ -108,7 +108,7 @@ describe('responses to requests the client has not sent yet (fails before the st
 });
 
 describe('a client batch under a policy (fails before: a batched call to a denied tool reached the server)', () => {
-  it('refuses a batch that lists or calls tools, with an error for each of its requests', async () => {
+  it('refuses a batch that calls a tool, with an error for each of its requests', async () => {
     const run = spawnBin(
       ['run', '--backend', 'none', '--env', 'HOSTILE_MODE=honest', ...DENY, '--', process.execPath, HOSTILE],
       { PATH: process.env.PATH ?? '' },
@@ -128,6 +128,6 @@ describe('a client batch under a policy (fails before: a batched call to a denie
       [6, -32003],
     ]);
     expect(stdout.toString()).not.toContain('admin-reset');
-    expect(stderr).toContain('refused a batch that lists or calls tools');
+    expect(stderr).toContain('refused a batch that calls a tool');
   });
 });

@@ -37,6 +37,7 @@ import { outerBwrapArgs, relaySource, SandboxNetwork, writeResolverFiles } from 
 import { resolverArgs } from './relay/resolver-args.js';
 import { backendSettings, type SandboxConfig, type SpawnExtras, sandboxConfig } from './session/config.js';
 import { stageCopies } from './session/copies.js';
+import { launcherArgv } from './session/launcher.js';
 import { probeOnce } from './session/probe-once.js';
 import { proxyEnv, readInfoPid } from './session/process-helpers.js';
 import { lookInsideTarget, startBwrap } from './session/start-bwrap.js';
@@ -98,15 +99,6 @@ interface EgressState {
   readonly reporter: DenialReporter;
   readonly files: ReturnType<typeof writeResolverFiles>;
 }
-
-/**
- * The server's start with its package copy first (install/prepare.ts): positional parameters
- * only; a copy that fails ends the start with the sandbox-failure code, saying so.
- */
-const COPY_THEN_EXEC =
-  'cp -R -P --preserve=mode,timestamps "$1/." "$2/" || { s=$?; ' +
-  'echo "could not make the server\'s package writable (cp exited $s)" >&2; exit 125; }; ' +
-  'shift 2; unset PWD; exec "$@"';
 
 /** bwrap's info pipe (the namespace's init pid) and the pipe its seccomp filter is read from. */
 const INFO_FD = 3;
@@ -267,7 +259,7 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
     // The first exec that is neither an install nor a setup step is the server's.
     const copy = extras.install || extras.setup ? undefined : this.#copyAtStart;
     if (copy) this.#copyAtStart = undefined;
-    args.push('--', ...this.#launcher(target, copy));
+    args.push('--', ...launcherArgv(this.#config, target, copy, extras.install === true));
     // With egress, bwrap runs inside the outer layer, after the relay (network.ts).
     const bwrapArgv =
       network && ipcFd !== undefined
@@ -422,18 +414,6 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
     };
     this.#live.add(live);
     return { proc, nsInit };
-  }
-
-  /** The argv bwrap executes: limits and a clean environment. */
-  #launcher(command: readonly string[], copy?: PackageCopy): string[] {
-    const { info, limits } = this.#config;
-    const limited =
-      info.prlimitPath && limits.prlimitArgs.length > 0
-        ? [info.prlimitPath, ...limits.prlimitArgs, '--', ...command]
-        : [...command];
-    // bwrap sets PWD; the environment is the allowlist and nothing else.
-    if (!copy) return ['/bin/sh', '-c', 'unset PWD; exec "$@"', 'sh', ...limited];
-    return ['/bin/sh', '-c', COPY_THEN_EXEC, 'sh', copy.from, copy.to, ...limited];
   }
 
   /**

@@ -3,22 +3,15 @@ import { existsSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { type MountSpec, UsageError } from '@mcpsandbox/core';
 import { type NetGrant, parseGrant } from '@mcpsandbox/egress';
-import { isInside } from '@mcpsandbox/host-side';
+import { isInside, parseByteSize } from '@mcpsandbox/host-side';
+
+/** Sizes are parsed as the install quota's are (host-side), so every size setting reads alike. */
+export { parseByteSize };
 
 export const DEFAULT_MAX_PROCESSES = 256;
 /** `/tmp` and `/dev/shm` are tmpfs (memory): these caps bound what a server can pin there. */
 export const DEFAULT_TMP_SIZE = 512 * 2 ** 20;
 export const DEFAULT_SHM_SIZE = 256 * 2 ** 20;
-
-const SIZE_UNITS: Record<string, number> = { '': 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30 };
-
-/** `1048576`, `64M`, `512MiB`, `1G`: binary units. Undefined for anything else. */
-export function parseByteSize(text: string): number | undefined {
-  const match = /^(\d+)\s*([kmg]?)(?:i?b)?$/i.exec(text.trim());
-  if (!match) return undefined;
-  const bytes = Number(match[1]) * (SIZE_UNITS[(match[2] ?? '').toLowerCase()] ?? Number.NaN);
-  return Number.isSafeInteger(bytes) && bytes >= 4096 ? bytes : undefined;
-}
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -88,8 +88,8 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
     const cache = freshDir('cache');
     const config: AttackConfig = {
       canary,
-      // The marker's name before the fix, and the name the fix uses (which lives outside).
-      markerNames: ['.mcp-sandbox-install.json', 'install.json'],
+      // The marker's name before the fix, and the names the host writes now (which live outside).
+      markerNames: ['.mcp-sandbox-install.json', 'install.json', 'usage.json'],
       secretName: 'UNUSED_SECRET',
       mountedFile: '/nonexistent',
     };
@@ -411,10 +411,10 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
       await stop(running);
       expect(existsSync(dead)).toBe(false);
       expect(existsSync(live)).toBe(true);
-      // The new entry holds the marker beside the install and no owner file.
+      // The new entry holds the marker and its usage beside the install, and no owner file.
       const entries = readdirSync(cache).filter((name) => /^[0-9a-f]{24}$/.test(name));
       expect(entries).toHaveLength(1);
-      expect(readdirSync(join(cache, entries[0]!)).sort()).toEqual(['install.json', 'pkg']);
+      expect(readdirSync(join(cache, entries[0]!)).sort()).toEqual(['install.json', 'pkg', 'usage.json']);
     } finally {
       await registry.close();
     }

@@ -14,6 +14,7 @@ import {
   type NpxCacheOptions,
   openState,
   planTlsTrust,
+  unwritableMountWarnings,
 } from '@mcpsandbox/host-side';
 import { enforcedBy, refuseUnsupportedCommands, SRT_VERSION, srtEngine } from './engine.js';
 import { checkPathMounts, srtPlatformOf, userDataRoots } from './policy.js';
@@ -62,8 +63,10 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
       refuseUnsupportedCommands(engine.platform);
       createOptions?.signal?.throwIfAborted();
       const home = hostEnv.HOME ?? homedir();
+      // As root the sandbox runs as another user: the install cache and states are local's too.
+      const runsAsOther = engine.runAs !== undefined;
       const npm: NpxCacheOptions = {
-        cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultNpmCache(hostEnv, home, false),
+        cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultNpmCache(hostEnv, home, runsAsOther),
         hostEnv,
         // `--project-npmrc`: a project .npmrc may choose npm's settings (else the user's own only).
         ...(settings.projectNpmrc === 'on' ? { projectNpmrc: true } : {}),
@@ -73,9 +76,10 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
           : {}),
       };
       const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
-      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, false);
+      const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, runsAsOther);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
+      for (const warning of unwritableMountWarnings(spec.mounts ?? [], engine.runAs)) logger.warn(warning);
       const trust = tlsTrust ? planTlsTrust(hostEnv, userDataRoots(engine.platform, home)) : undefined;
       for (const note of trust?.notes ?? []) logger.warn(note);
       const trustEnv: Record<string, string> = {};
@@ -91,7 +95,7 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
         hostEnv,
         hostHome: home,
         stateDir,
-        ...(stateName ? { state: openState(stateRoot, stateName, undefined) } : {}),
+        ...(stateName ? { state: openState(stateRoot, stateName, engine.runAs) } : {}),
         autoMount,
         npm,
         trust: { env: trustEnv, files: trustFiles },

@@ -2,8 +2,8 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
 import { BackendUnavailableError } from '@mcpsandbox/core';
-import { type BwrapShim, findBwrap, writeBwrapShim } from './bwrap-shim.js';
 import { EgressSwitch } from './egress-switch.js';
+import { adoptBridgeSockets, type LinuxShims, linuxShims, type RunAs, runAsFor } from './linux-engine.js';
 import { type SrtPlatform, srtPlatformOf } from './policy.js';
 import { srtManagerConfig } from './profile.js';
 import {
@@ -29,6 +29,12 @@ export interface SrtEngine {
   readonly insideProxyPort: number;
   /** srt's Linux bridge sockets (in the OS temp dir, which is denied): shown so egress works. */
   readonly bridgeSockets: readonly string[];
+  /** Who the sandboxed processes run as: an unprivileged user when this process is root (Linux). */
+  readonly runAs: RunAs | undefined;
+  /** setpriv (Linux): each launch gets a parent-death signal, so a killed bridge takes it along. */
+  readonly setpriv: string | undefined;
+  /** Host code the sandbox itself runs (srt's socat, through its shim): shown read-only. */
+  readonly insideTools: readonly string[];
 }
 
 /** What each OS's engine enforces, for `doctor`, the start-up line and the README. */
@@ -49,7 +55,7 @@ export function enforcedBy(platform: SrtPlatform): {
     return {
       engine: 'bubblewrap via srt',
       enforces:
-        'user, pid and network namespaces, seccomp (no unix sockets), file reads denied under the user data roots except what is granted, writes only to the private home and tmp and rw mounts, network only to the host egress proxy',
+        'user, pid and network namespaces, seccomp (no unix sockets, no set-id bits or file capabilities), as nobody when run as root, file reads denied under the user data roots except what is granted, writes only to the private home and tmp and rw mounts, network only to the host egress proxy, nothing left after a killed bridge',
       gaps: 'none beyond those of bubblewrap',
     };
   }
@@ -70,8 +76,10 @@ export interface SrtEngineDeps {
   readonly windows: SrtWindowsApi;
   /** The host listener srt's proxy settings point at, on a port in `range` when given. */
   readonly openEgress: (range?: readonly [number, number]) => Promise<EgressSwitch>;
-  /** Linux: the bwrap srt runs, a shim that hides the host's `/tmp/claude` (see `bwrap-shim.ts`). */
-  readonly bwrapShim: () => BwrapShim | undefined;
+  /** Linux: the bwrap and socat srt runs, shims that keep the promises (see `linux-engine.ts`). */
+  readonly bwrapShim: () => LinuxShims | undefined;
+  /** The host process's uid (default `process.getuid()`): root is dropped on Linux, refused on macOS. */
+  readonly uid?: number | undefined;
 }
 
 export function defaultEngineDeps(platform: NodeJS.Platform = process.platform): SrtEngineDeps {
@@ -80,10 +88,7 @@ export function defaultEngineDeps(platform: NodeJS.Platform = process.platform):
     manager: SandboxManager,
     windows: srtWindowsApi,
     openEgress: (range) => EgressSwitch.open(range),
-    bwrapShim: () => {
-      const real = findBwrap(process.env.PATH);
-      return real ? writeBwrapShim(real) : undefined;
-    },
+    bwrapShim: () => linuxShims(process.env.PATH),
   };
 }
 
@@ -110,8 +115,16 @@ export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
       code: 'E_SRT_PLATFORM',
     });
   }
+  const uid = 'uid' in deps ? deps.uid : process.getuid?.();
+  if (platform === 'macos' && uid === 0) {
+    // Seatbelt has no user to drop to here: the server would run as root, with root's files.
+    throw new BackendUnavailableError(
+      'the srt backend does not run as root on macOS: the server would run as root. Run mcp-sandbox as your own user, or use --backend e2b',
+      { code: 'E_SRT_ROOT' },
+    );
+  }
   let config: SandboxRuntimeConfig;
-  let shim: BwrapShim | undefined;
+  let shim: LinuxShims | undefined;
   let egress: EgressSwitch;
   if (platform === 'windows') {
     const { srtWin } = await checkWindowsEngine(deps.windows, SRT_VERSION);
@@ -126,8 +139,20 @@ export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
       );
     }
     shim = platform === 'linux' ? deps.bwrapShim() : undefined;
+    if (platform === 'linux' && !shim) {
+      throw new BackendUnavailableError(
+        `the srt backend cannot start: bubblewrap was not found. ${installHint(platform)}`,
+        {
+          code: 'E_SRT_DEPENDENCIES',
+        },
+      );
+    }
     egress = await deps.openEgress();
-    config = { ...srtManagerConfig(egress.port), ...(shim ? { bwrapPath: shim.path } : {}) };
+    config = {
+      ...srtManagerConfig(egress.port),
+      ...(shim ? { bwrapPath: shim.path } : {}),
+      ...(shim?.socat ? { socatPath: shim.socat } : {}),
+    };
   }
   try {
     await deps.manager.initialize(config);
@@ -138,6 +163,12 @@ export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
       { code: 'E_SRT_DEPENDENCIES', cause: error },
     );
   }
+  const bridgeSockets = [
+    deps.manager.getLinuxHttpSocketPath(),
+    deps.manager.getLinuxSocksSocketPath(),
+  ].filter((path): path is string => typeof path === 'string');
+  const runAs = shim ? runAsFor(process.getuid?.()) : undefined;
+  if (shim) adoptBridgeSockets(shim.dir, [...new Set(bridgeSockets)], runAs);
   return {
     platform,
     version: SRT_VERSION,
@@ -145,9 +176,10 @@ export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
     hostCodeDirs: [srtPackageDir(), ...(shim ? [shim.dir] : [])],
     egress,
     insideProxyPort: platform === 'linux' ? 3128 : egress.port,
-    bridgeSockets: [deps.manager.getLinuxHttpSocketPath(), deps.manager.getLinuxSocksSocketPath()].filter(
-      (path): path is string => typeof path === 'string',
-    ),
+    bridgeSockets,
+    runAs,
+    setpriv: shim?.setpriv,
+    insideTools: shim?.socat ? [shim.socat] : [],
   };
 }
 

@@ -30,6 +30,8 @@ export interface LaunchOptions {
   readonly cwd: string;
   /** The launcher's own environment on the host (bash, bwrap, socat): PATH only. */
   readonly hostPath: string;
+  /** setpriv (Linux): the launch gets a parent-death signal, so that a killed bridge takes it along. */
+  readonly setpriv?: string;
   readonly signal?: AbortSignal;
 }
 
@@ -48,5 +50,14 @@ export async function launch(
   );
   const [file, ...args] = argv;
   if (file === undefined) throw new Error('srt returned an empty command');
-  return startChild(file, args, { env: { PATH: options.hostPath }, cwd: options.cwd });
+  // srt's argv starts a shell that runs bwrap as its child: bwrap's --die-with-parent watches
+  // that shell, so the shell itself must die with the bridge.
+  const hostEnv = { PATH: options.hostPath };
+  if (options.setpriv) {
+    return startChild(options.setpriv, ['--pdeathsig', 'KILL', '--', file, ...args], {
+      env: hostEnv,
+      cwd: options.cwd,
+    });
+  }
+  return startChild(file, args, { env: hostEnv, cwd: options.cwd });
 }

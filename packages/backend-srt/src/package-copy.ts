@@ -12,7 +12,7 @@
  * and passes paths it chose: it never lists, reads or follows anything the install scripts or
  * the server wrote.
  */
-import { mkdirSync, realpathSync } from 'node:fs';
+import { chownSync, mkdirSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { type ChildSandboxProcess, SandboxFailureError } from '@mcpsandbox/core';
 import { type Bind, closeDir, openOwnedDir, type StateDirs } from '@mcpsandbox/host-side';
@@ -38,12 +38,13 @@ const FARM_SCRIPT = [
   // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not templates
   'case $name in @*/*) scope=${name%%/*}; own=${name#*/} ;; esac',
   // Each entry of $1 into $2: $3 (and .bin, whose relative links then lead into the copy) copied, links kept as links; the rest linked.
+  // No -p: the install may be another user's (local's install step runs as nobody), and its owner is not the copy's.
   'farm() {',
   '  for e in "$1"/* "$1"/.[!.]* "$1"/..?*; do',
   '    [ -e "$e" ] || [ -L "$e" ] || continue',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
   '    b=${e##*/}',
-  '    if [ "$b" = "$3" ] || [ "$b" = .bin ]; then cp -R -P -p "$e" "$2/$b"',
+  '    if [ "$b" = "$3" ] || [ "$b" = .bin ]; then cp -R -P "$e" "$2/$b"',
   '    elif [ -n "$4" ] && [ "$b" = "$4" ]; then',
   '      if [ -L "$e" ] || [ ! -d "$e" ]; then echo "the install\'s scope directory is not a directory" >&2; exit 3; fi',
   '      mkdir "$2/$b"; farm "$e" "$2/$b" "$5" ""',
@@ -84,6 +85,8 @@ export async function packageCopy(options: {
   readonly key: string;
   readonly sessionRoot: string;
   readonly state: StateDirs | undefined;
+  /** The sandbox's user when the host is root: the copy directory is made its. */
+  readonly runAs?: { readonly uid: number; readonly gid: number } | undefined;
   readonly step: CopyStep;
   readonly signal?: AbortSignal;
 }): Promise<PackageCopy> {
@@ -91,7 +94,7 @@ export async function packageCopy(options: {
   // Its own entry: a copy laid out for srt is not the one `local` binds over the package.
   const dir = state
     ? realDir(state.packageCopy(`srt-${options.key}`).dir)
-    : sessionCopyDir(options.sessionRoot);
+    : sessionCopyDir(options.sessionRoot, options.runAs);
   const proc = await options.step(
     ['sh', '-c', FARM_SCRIPT, 'sh', join(install.source, 'node_modules'), dir, name],
     [install.source],
@@ -118,10 +121,14 @@ export async function packageCopy(options: {
  * sandbox can write it), so nothing but the host can have put a name there; `mkdir` refuses any
  * name that exists. (Not the fd-relative helpers: they need Linux's /proc, and srt runs on macOS.)
  */
-function sessionCopyDir(root: string): string {
+function sessionCopyDir(
+  root: string,
+  runAs: { readonly uid: number; readonly gid: number } | undefined,
+): string {
   closeDir(openOwnedDir(root));
   const dir = join(root, 'pkg');
   mkdirSync(dir, { mode: 0o700 });
+  if (runAs) chownSync(dir, runAs.uid, runAs.gid);
   return dir;
 }
 

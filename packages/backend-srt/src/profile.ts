@@ -14,7 +14,12 @@ export interface SessionFsInput {
   /** The command, its interpreter and our own node, as `commandBinds` found them. */
   readonly runtime: readonly string[];
   /** srt's own package and (Linux) its bridge sockets. */
-  readonly engine: { readonly packageDir: string; readonly bridgeSockets: readonly string[] };
+  readonly engine: {
+    readonly packageDir: string;
+    readonly bridgeSockets: readonly string[];
+    /** Host code the sandbox runs (srt's socat shim on Linux). */
+    readonly insideTools?: readonly string[];
+  };
   readonly trustFiles: readonly string[];
   /** The server's package, its installed copy, `ro` mounts. */
   readonly readOnly: readonly string[];
@@ -35,6 +40,7 @@ export function sessionFilesystem(input: SessionFsInput): SrtFilesystem {
       ...input.runtime,
       input.engine.packageDir,
       ...input.engine.bridgeSockets,
+      ...(input.engine.insideTools ?? []),
       ...input.trustFiles,
       ...input.readOnly,
     ],

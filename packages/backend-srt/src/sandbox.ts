@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
   adaptChildProcess,
@@ -35,6 +35,10 @@ import { packageCopy } from './package-copy.js';
 import { userDataRoots } from './policy.js';
 import { commandTree, descendants, findNamespaceInit, signalAll } from './process-tree.js';
 import { sessionFilesystem } from './profile.js';
+import { markOwner, sweepDead } from './sweep.js';
+
+/** Each session's own directory in the state dir: swept by a later start once its owner is gone. */
+export const SESSION_PREFIX = 'mcp-sandbox-srt-';
 
 export interface SrtSandboxConfig {
   readonly spec: SandboxSpec;
@@ -96,12 +100,20 @@ export class SrtSandbox implements Sandbox {
 
   constructor(config: SrtSandboxConfig) {
     this.#config = config;
+    // What sessions of killed bridges left here goes first.
+    sweepDead(config.stateDir, SESSION_PREFIX);
     // realpath: srt compares resolved paths (macOS's /var is /private/var).
-    this.#root = realpathSync(mkdtempSync(join(config.stateDir, 'mcp-sandbox-srt-')));
+    this.#root = realpathSync(mkdtempSync(join(config.stateDir, SESSION_PREFIX)));
+    const { runAs } = config.engine;
+    // As root the sandbox's user passes through the root (0711) to its own home and tmp.
+    if (runAs) chmodSync(this.#root, 0o711);
+    markOwner(this.#root);
     this.#home = config.state?.home ?? join(this.#root, 'home');
     this.#tmp = join(this.#root, 'tmp');
     mkdirSync(this.#home, { recursive: true, mode: 0o700 });
     mkdirSync(this.#tmp, { mode: 0o700 });
+    if (runAs && !config.state) chownSync(this.#home, runAs.uid, runAs.gid);
+    if (runAs) chownSync(this.#tmp, runAs.uid, runAs.gid);
     // Holding the switch now: a second session in this process fails at create, not mid-way.
     config.engine.egress.hold(this.#owner, this.#policy(config.grants, config.spec.onEvent));
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
@@ -151,7 +163,7 @@ export class SrtSandbox implements Sandbox {
     const { hostEnv, hostHome, logger, spec } = this.#config;
     const result = await prepareNpx(command, options, {
       cache: this.#config.npm,
-      runAs: undefined,
+      runAs: this.#config.engine.runAs,
       onEvent: spec.onEvent,
       logger,
       pin: (pkg, registry, trust) =>
@@ -179,6 +191,7 @@ export class SrtSandbox implements Sandbox {
       key: result.package.key,
       sessionRoot: this.#root,
       state: this.#config.state,
+      runAs: this.#config.engine.runAs,
       // No network, no environment, no mounts: the install read-only, the copy writable.
       step: (argv, readOnly, readWrite) =>
         this.#step({ command: argv, env: {}, grants: [], readOnly, readWrite }),
@@ -197,6 +210,8 @@ export class SrtSandbox implements Sandbox {
   /** A setup step (install, copy) in a throwaway home, removed when it exits. */
   async #step(plan: Omit<Spawn, 'home'>): Promise<ChildSandboxProcess> {
     const home = mkdtempSync(join(this.#root, 'step-'));
+    const { runAs } = this.#config.engine;
+    if (runAs) chownSync(home, runAs.uid, runAs.gid);
     const proc = await this.#spawn({ ...plan, home });
     void proc.exit.then(() => rmSync(home, { recursive: true, force: true }));
     return proc;
@@ -248,6 +263,7 @@ export class SrtSandbox implements Sandbox {
       filesystem,
       cwd,
       hostPath: hostEnv.PATH ?? '/usr/bin:/bin',
+      ...(engine.setpriv ? { setpriv: engine.setpriv } : {}),
     });
     let exited = false;
     child.once('exit', () => {

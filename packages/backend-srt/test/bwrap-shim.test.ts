@@ -51,3 +51,55 @@ describe.runIf(process.platform === 'linux')('the bwrap shim', () => {
     expect(statSync(shim.dir).mode & 0o777).toBe(0o700);
   });
 });
+
+describe.runIf(process.platform === 'linux')('the bwrap shim that keeps the promises', () => {
+  // A stand-in setpriv that prints its own options, then runs what follows `--`.
+  const fakeSetpriv = join(dir, 'setpriv');
+  writeFileSync(
+    fakeSetpriv,
+    '#!/bin/sh\nwhile [ "$1" != -- ]; do printf "%s\\n" "{$1}"; shift; done; shift; exec "$@"\n',
+    { mode: 0o755 },
+  );
+  const strict = writeBwrapShim(fakeBwrap, {
+    setpriv: fakeSetpriv,
+    runAs: { uid: 65534, gid: 65534 },
+    filterBytes: new Uint8Array([6, 0, 0, 0, 0, 0, 0xff, 0x7f]),
+  });
+  afterAll(() => rmSync(strict.dir, { recursive: true, force: true }));
+  const runStrict = (args: string[]) =>
+    execFileSync(strict.path, args, { encoding: 'utf8' }).trim().split('\n');
+
+  it("drops srt's --cap-add, adds the seccomp layer before the command, and runs bwrap as the unprivileged user", () => {
+    const out = runStrict([
+      '--unshare-user',
+      '--cap-drop',
+      'ALL',
+      '--cap-add',
+      'CAP_SETFCAP',
+      '--',
+      '/bin/sh',
+      '-c',
+      'x',
+    ]);
+    expect(out.filter((line) => line.startsWith('{'))).toEqual([
+      '{--reuid=65534}',
+      '{--regid=65534}',
+      '{--clear-groups}',
+      '{--no-new-privs}',
+      '{--inh-caps=-all}',
+      '{--bounding-set=-all}',
+    ]);
+    const args = out.filter((line) => line.startsWith('['));
+    expect(args).not.toContain('[--cap-add]');
+    expect(args).not.toContain('[CAP_SETFCAP]');
+    const seccomp = args.indexOf('[--seccomp]');
+    expect(seccomp).toBeGreaterThan(args.indexOf('[ALL]'));
+    expect(seccomp).toBeLessThan(args.indexOf('[--]'));
+  });
+
+  it('gives a call that starts no sandbox no filter, and still drops the user', () => {
+    const out = runStrict(['--unshare-user', '--dev-bind', '/', '/', 'true']);
+    expect(out).toContain('{--reuid=65534}');
+    expect(out).not.toContain('[--seccomp]');
+  });
+});

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,12 +7,20 @@ import { CLI_FIXTURES, connect, spawnBin, textOf, traceRecords } from './cli.js'
 // `mcp-sandbox run --backend srt` through the built binary, with the real SDK client, a fake
 // HOME holding a canary, and a withheld host variable.
 const dir = mkdtempSync(join(tmpdir(), 'srt-cli-'));
+// Anyone may pass: as root the sandbox runs as nobody, and only the sandbox may keep files out of reach.
+chmodSync(dir, 0o755);
 const home = join(dir, 'home');
 mkdirSync(home);
 const CANARY = 'srt-cli-canary-51d2';
 writeFileSync(join(home, 'secret.txt'), CANARY);
 const WITHHELD = 'withheld-value-9c1e';
-const env = { HOME: home, WITHHELD_TOKEN: WITHHELD, MCP_SANDBOX_PIN_LOCK: join(dir, 'npx-lock.json') };
+// A cache of its own: the install step (and its egress) runs here, whatever another test cached.
+const env = {
+  HOME: home,
+  XDG_CACHE_HOME: join(dir, 'cache'),
+  WITHHELD_TOKEN: WITHHELD,
+  MCP_SANDBOX_PIN_LOCK: join(dir, 'npx-lock.json'),
+};
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const FS_SERVER = join(CLI_FIXTURES, 'fs-server.mjs');
 const TINY_SERVER = join(CLI_FIXTURES, 'tiny-server.mjs');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,8 @@ import { CLI_FIXTURES, FIXTURES, processesWithMarker, spawnBin, traceRecords, wa
 const HOSTILE = join(CLI_FIXTURES, 'hostile-server.mjs');
 const DAEMON = join(FIXTURES, 'daemon-server.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'srt-hostile-'));
+// Anyone may pass: as root the sandbox runs as nobody, and only the sandbox may keep files out of reach.
+chmodSync(dir, 0o755);
 const home = join(dir, 'home');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home };

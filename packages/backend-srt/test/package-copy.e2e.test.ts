@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  chmodSync,
   cpSync,
   lstatSync,
   mkdirSync,
@@ -20,6 +21,8 @@ import { connect, FIXTURES, spawnBin, textOf, traceRecords } from './cli.js';
 // A server that writes next to its own code, through the built binary on srt's bubblewrap path:
 // it runs from a writable copy of its package whose siblings link to the read-only install.
 const dir = mkdtempSync(join(tmpdir(), 'srt-copy-'));
+// Anyone may pass: as root the sandbox runs as nobody, and only the sandbox may keep files out of reach.
+chmodSync(dir, 0o755);
 const home = join(dir, 'home');
 mkdirSync(home);
 const CANARY = 'srt-copy-canary-7f31';

@@ -37,6 +37,7 @@ describe("the judge of an entry's run options", () => {
     [['--trace', 'trace.jsonl'], '--trace trace.jsonl: a relative path'],
     [['--pin-tools', '/home/me/.bashrc'], 'the host would write into a credentials or settings folder'],
     [['--backend-option', 'stateRoot=/tmp/x'], '--backend-option stateRoot=…'],
+    [['--project-npmrc'], '--project-npmrc'],
   ])('%j is not sandboxed', (words, reason) => {
     const verdict = judge(words);
     expect(verdict.weakenedBy.join('\n')).toContain(reason);

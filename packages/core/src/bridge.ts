@@ -95,7 +95,13 @@ class Bridge {
     this.#inflight = new InFlightRequests((line) => void this.#writeClient(line), options.trace);
     const policy = options.policy?.active ? options.policy : undefined;
     this.#gate = policy
-      ? new ToolGate({ policy, inflight: this.#inflight, logger: this.#o.logger, trace: options.trace })
+      ? new ToolGate({
+          // A review of this session's own: what one session learns never changes what another trusts.
+          review: policy.session(),
+          inflight: this.#inflight,
+          logger: this.#o.logger,
+          trace: options.trace,
+        })
       : undefined;
     this.#hints = combineHints([
       new WithheldEnvHints(options.withheldEnv ?? [], this.#o.logger, options.trace),

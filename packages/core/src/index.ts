@@ -126,6 +126,7 @@ export {
   SecretSet,
 } from './secrets.js';
 export { ControlEscaper, escapeControls, jsonForTerminal } from './terminal.js';
+export type { ListingPage, PageReview, ToolReview } from './tool-review.js';
 export {
   type Direction,
   JsonlTrace,

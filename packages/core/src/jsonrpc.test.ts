@@ -129,6 +129,12 @@ describe('readStrict', () => {
       expect(r.ambiguity).toMatch(reason);
     }
     expect(read('{"id":"x","result":{},"id":1}').idTexts).toEqual(['"x"', '1']);
+    // A batch of answers names the requests it may answer, so they get an error instead.
+    expect(read('[{"id":1,"result":{}},{"id":"a","error":{}},{"id":2,"method":"m"}]')).toMatchObject({
+      idTexts: ['1', '"a"'],
+      mayAnswer: true,
+    });
+    expect(read('[{"id":2,"method":"m"}]')).toMatchObject({ idTexts: [], mayAnswer: false });
   });
 
   it('matches ids the way lenient clients do', () => {

@@ -292,13 +292,29 @@ export function readStrict(content: Buffer, maxDepth = MAX_POLICY_DEPTH): Strict
   }
   const problem = isUtf8(content) ? scanForAmbiguity(text, maxDepth) : 'bytes that are not UTF-8';
   const top = topLevelMembers(text).members;
-  const idTexts = top.filter((m) => m.key === 'id').map((m) => m.raw);
-  const mayAnswer = top.some((m) => m.key === 'result' || m.key === 'error');
-  const idRaw = idTexts.at(-1);
+  // A batch of answers is refused whole; the requests its elements name are the ones it may answer.
+  const batch = Array.isArray(value) ? batchAnswers(value) : undefined;
+  const idTexts = batch?.idTexts ?? top.filter((m) => m.key === 'id').map((m) => m.raw);
+  const mayAnswer = batch?.mayAnswer ?? top.some((m) => m.key === 'result' || m.key === 'error');
+  const idRaw = batch ? undefined : idTexts.at(-1);
   const base = { text, idTexts, mayAnswer, ...(idRaw === undefined ? {} : { idRaw }) };
   const ambiguity = problem ?? shapeAmbiguity(value);
   if (ambiguity) return { ambiguity, ...base };
   return { info: classifyValue(value, text), ...base };
+}
+
+/** The ids of a batch's elements that answer (as JSON text; a lenient match is enough to owe an answer). */
+function batchAnswers(batch: unknown[]): { idTexts: string[]; mayAnswer: boolean } {
+  const idTexts: string[] = [];
+  let mayAnswer = false;
+  for (const m of batch) {
+    if (typeof m !== 'object' || m === null || !(Object.hasOwn(m, 'result') || Object.hasOwn(m, 'error')))
+      continue;
+    mayAnswer = true;
+    const id = (m as { id?: unknown }).id;
+    if (typeof id === 'string' || typeof id === 'number') idTexts.push(JSON.stringify(id));
+  }
+  return { idTexts, mayAnswer };
 }
 
 function shapeAmbiguity(value: unknown): string | undefined {

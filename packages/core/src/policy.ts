@@ -1,6 +1,21 @@
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { UsageError } from './errors.js';
+import { toolNameSkeleton } from './tool-names.js';
+import { ToolReview } from './tool-review.js';
+import type { PinStore, ToolVerdict } from './tool-surface.js';
+
+export type { PinChange, PinStore, ToolDescription, ToolVerdict } from './tool-surface.js';
+export { digestTool } from './tool-surface.js';
 
 /**
  * Which tools the client may see and call. The same rule filters `tools/list` results and refuses
@@ -16,27 +31,6 @@ export interface ToolPolicyOptions {
   readonly strict?: boolean;
 }
 
-export type ToolVerdict =
-  | { readonly allowed: true }
-  | { readonly allowed: false; readonly rule: string; readonly reason: 'allow' | 'deny' | 'pin' };
-
-export interface ToolDescription {
-  readonly name: string;
-  readonly description?: unknown;
-  readonly inputSchema?: unknown;
-}
-
-export interface PinChange {
-  readonly tool: string;
-  readonly change: 'added' | 'changed';
-}
-
-export interface PinStore {
-  load(): Record<string, string> | undefined;
-  save(pins: Record<string, string>): void;
-  readonly location: string;
-}
-
 export function globToRegExp(glob: string): RegExp {
   const body = glob
     .replace(/[.+^${}()|[\]\\]/g, '\\$&')
@@ -50,18 +44,14 @@ export class ToolPolicy {
   readonly #deny: Array<[string, RegExp]>;
   readonly #pins: PinStore | undefined;
   readonly #strict: boolean;
-  #pinned: Record<string, string> | undefined;
-  #firstRun: boolean;
-  /** Tools whose surface differs from the pin; refused in strict mode. */
-  readonly #drifted = new Set<string>();
 
   constructor(options: ToolPolicyOptions) {
     this.#allow = (options.allow ?? []).map((g) => [g, globToRegExp(g)]);
     this.#deny = (options.deny ?? []).map((g) => [g, globToRegExp(g)]);
     this.#pins = options.pins;
     this.#strict = options.strict ?? false;
-    this.#pinned = this.#pins?.load();
-    this.#firstRun = this.#pins !== undefined && this.#pinned === undefined;
+    // An unreadable pin file is the user's mistake: said at the start, not at the first listing.
+    this.#pins?.load();
   }
 
   /** Whether the policy has anything to do; the bridge skips all work when it has not. */
@@ -69,76 +59,55 @@ export class ToolPolicy {
     return this.#allow.length > 0 || this.#deny.length > 0 || this.#pins !== undefined;
   }
 
+  /**
+   * The allow and deny rules alone. A deny rule also matches a look-alike of the name it matches
+   * (`ｇｅｔ-env`, `gеt-env` with a Cyrillic е). Pins and ambiguity are a session's: see `session`.
+   */
   verdict(tool: string): ToolVerdict {
+    const skeleton = toolNameSkeleton(tool);
     for (const [glob, re] of this.#deny)
-      if (re.test(tool)) return { allowed: false, rule: `deny ${glob}`, reason: 'deny' };
+      if (re.test(tool) || re.test(skeleton)) return { allowed: false, rule: `deny ${glob}`, reason: 'deny' };
     if (this.#allow.length > 0 && !this.#allow.some(([, re]) => re.test(tool))) {
       return { allowed: false, rule: `allow ${this.#allow.map(([g]) => g).join(',')}`, reason: 'allow' };
     }
-    // Strict pins are an allowlist: a tool never pinned is refused even when it was never listed,
-    // since a 2026-07-28 client may call from a cached list without listing again.
-    if (this.#strict && (this.#drifted.has(tool) || !this.#pinned || !Object.hasOwn(this.#pinned, tool)))
-      return { allowed: false, rule: 'pin-tools-strict', reason: 'pin' };
     return { allowed: true };
   }
 
   /**
-   * Checks one page of a `tools/list` result against the pins. On the first run the surface is
-   * recorded; afterwards added or changed tools are reported (and, when strict, refused from then on).
+   * A review of one session's listings: what it learns (pins recorded on a first run, drift,
+   * ambiguous names) is its own. Under `serve` every session gets one, so no session changes what
+   * another trusts; the pin file is the only thing they share, and it is written once.
    */
-  review(tools: readonly ToolDescription[]): PinChange[] {
-    if (!this.#pins) return [];
-    const digests = Object.fromEntries(tools.map((t) => [t.name, digestTool(t)]));
-    if (this.#firstRun) {
-      this.#pinned = { ...this.#pinned, ...digests };
-      this.#pins.save(this.#pinned);
-      return [];
-    }
-    const pinned = this.#pinned ?? {};
-    const changes: PinChange[] = [];
-    for (const [name, digest] of Object.entries(digests)) {
-      if (!(name in pinned)) changes.push({ tool: name, change: 'added' });
-      else if (pinned[name] !== digest) changes.push({ tool: name, change: 'changed' });
-      if (pinned[name] !== digest) this.#drifted.add(name);
-    }
-    return changes;
+  session(): ToolReview {
+    return new ToolReview({
+      rules: (tool) => this.verdict(tool),
+      ...(this.#pins ? { pins: this.#pins } : {}),
+      strict: this.#strict,
+    });
   }
 }
 
-/** sha256 over the parts of a tool a client shows to a model: name, description, input schema. */
-export function digestTool(tool: ToolDescription): string {
-  const canonical = canonicalJson({
-    name: tool.name,
-    description: tool.description ?? null,
-    inputSchema: tool.inputSchema ?? null,
-  });
-  return createHash('sha256').update(canonical).digest('hex');
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
-/** A pin file: `{"v":1,"tools":{"name":"sha256"}}`, written atomically. */
+/**
+ * A pin file: `{"v":1,"tools":{"name":"sha256"}}`, written once: a complete temporary file is
+ * linked to the name, which fails when the name exists (a link never replaces, nor follows, what
+ * is there), so the file is never half-written and never rewritten.
+ */
 export function filePinStore(path: string): PinStore {
   return {
     location: path,
     load() {
-      if (!existsSync(path)) return undefined;
       try {
-        const parsed = JSON.parse(readFileSync(path, 'utf8')) as {
+        const text = readPinFile(path);
+        if (text === undefined) return undefined;
+        const parsed = JSON.parse(text) as {
           v?: number;
           tools?: Record<string, string>;
         };
         if (parsed.v !== 1 || typeof parsed.tools !== 'object' || parsed.tools === null)
           throw new Error('not a v1 pin file');
+        for (const digest of Object.values(parsed.tools))
+          if (typeof digest !== 'string' || !/^[0-9a-f]{64}$/.test(digest))
+            throw new Error('a pin that is not a sha256 digest');
         return { ...parsed.tools };
       } catch (error) {
         throw new UsageError(
@@ -149,10 +118,57 @@ export function filePinStore(path: string): PinStore {
         );
       }
     },
-    save(pins) {
-      const temp = `${path}.${process.pid}.tmp`;
-      writeFileSync(temp, `${JSON.stringify({ v: 1, tools: pins }, null, 2)}\n`);
-      renameSync(temp, path);
+    create(pins) {
+      const text = `${JSON.stringify({ v: 1, tools: pins }, null, 2)}\n`;
+      const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+      writeFileSync(temp, text, { flag: 'wx' });
+      try {
+        linkSync(temp, path);
+        return true;
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') return false;
+        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw error;
+        // A file system without hard links: an exclusive create, not atomic but never a replace.
+        return createExclusive(path, text);
+      } finally {
+        rmSync(temp, { force: true });
+      }
     },
   };
+}
+
+function createExclusive(path: string, text: string): boolean {
+  try {
+    writeFileSync(path, text, { flag: 'wx' });
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
+/** A pin file is a few digests a tool: anything near this size is not one. */
+const MAX_PIN_FILE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The pin file's text, or undefined when there is none. Opened without blocking and checked to be
+ * a regular file of a sane size first: a FIFO or a device at the path must not hang every session.
+ */
+function readPinFile(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new Error('not a regular file');
+    if (stat.size > MAX_PIN_FILE_BYTES) throw new Error(`larger than ${MAX_PIN_FILE_BYTES} bytes`);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -12,14 +12,16 @@ import {
   type StrictReading,
 } from './jsonrpc.js';
 import type { Logger } from './logger.js';
-import type { ToolDescription, ToolPolicy } from './policy.js';
+import type { ToolReview } from './tool-review.js';
+import type { ToolDescription } from './tool-surface.js';
 import type { TraceSink } from './trace.js';
 
 /** Dropped server lines noted on stderr; the rest only in the trace (a flood must not flood stderr). */
 const DROP_NOTES = 10;
 
 export interface ToolGateOptions {
-  readonly policy: ToolPolicy;
+  /** This session's review of the tools (`ToolPolicy.session()`): never shared by two sessions. */
+  readonly review: ToolReview;
   readonly inflight: InFlightRequests;
   readonly logger: Logger;
   readonly trace: TraceSink | undefined;
@@ -39,12 +41,15 @@ export interface PassedLine {
 export type Divert = (info: MessageInfo, content: Buffer, text: string) => boolean;
 
 export class ToolGate {
-  readonly #policy: ToolPolicy;
+  readonly #review: ToolReview;
   readonly #inflight: InFlightRequests;
   readonly #logger: Logger;
   readonly #trace: TraceSink | undefined;
-  /** Ids of `tools/list` requests whose responses are filtered. */
-  readonly #toolLists = new Set<string>();
+  /**
+   * Ids of `tools/list` requests whose responses are filtered, and whether each starts a listing
+   * (no cursor) rather than asking for a later page.
+   */
+  readonly #toolLists = new Map<string, boolean>();
   /**
    * Ids of `server/discover` and `initialize` requests: their results describe the server, and a
    * `tools` array a hostile server adds to one is filtered like a list (2026-07-28 defines none).
@@ -53,26 +58,24 @@ export class ToolGate {
   #dropped = 0;
 
   constructor(options: ToolGateOptions) {
-    this.#policy = options.policy;
+    this.#review = options.review;
     this.#inflight = options.inflight;
     this.#logger = options.logger;
     this.#trace = options.trace;
+    if (this.#review.loadError) {
+      this.#logger.warn(
+        `the pin file could not be read (${this.#review.loadError}): every tool counts as changed`,
+      );
+      this.#trace?.event('pin-unreadable', { reason: this.#review.loadError });
+    }
   }
 
   /** A client request: false when it is refused (answered here), and never reaches the server. */
   admit(info: MessageInfo): boolean {
-    if (info.method === 'tools/list') {
-      this.#toolLists.add(info.idKey as string);
-      return true;
-    }
-    if (info.method === 'server/discover' || info.method === 'initialize') {
-      this.#descriptions.add(info.idKey as string);
-      return true;
-    }
-    if (info.method !== 'tools/call') return true;
+    if (this.#watch(info) || info.method !== 'tools/call') return true;
     const params = (info.value as { params?: { name?: unknown } }).params;
     const tool = typeof params?.name === 'string' ? params.name : '';
-    const verdict = this.#policy.verdict(tool);
+    const verdict = this.#review.verdict(tool);
     if (verdict.allowed) return true;
     this.#logger.warn(`refused a call to tool ${JSON.stringify(tool)} (${verdict.rule})`);
     this.#trace?.event('policy', { action: 'refused', tool, rule: verdict.rule, id: info.idText });
@@ -86,21 +89,42 @@ export class ToolGate {
   }
 
   /**
-   * A client batch: its requests are in flight like any others, but one that lists or calls tools
-   * is refused whole, since refusing part of it would mean rewriting it.
+   * A request whose answer lists tools: its id is noted so that the answer is filtered, whether
+   * it came alone or in a batch. True when it is one.
+   */
+  #watch(info: MessageInfo): boolean {
+    if (info.method === 'tools/list') {
+      const cursor = (info.value as { params?: { cursor?: unknown } }).params?.cursor;
+      this.#toolLists.set(info.idKey as string, cursor === undefined || cursor === null);
+      return true;
+    }
+    if (info.method === 'server/discover' || info.method === 'initialize') {
+      this.#descriptions.add(info.idKey as string);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * A client batch: its requests are in flight like any others, and the answers of those that list
+   * tools (`tools/list`, `initialize`, `server/discover`) are filtered as when they come alone. One
+   * that calls a tool is refused whole, since refusing part of it would mean rewriting it.
    */
   admitBatch(batch: unknown[]): boolean {
     const requests = batch.map((m) => inspectMessage(JSON.stringify(m))).filter((m) => m.kind === 'request');
     for (const r of requests) this.#inflight.add(r.idKey as string, r.idText as string);
-    if (!requests.some((r) => r.method === 'tools/list' || r.method === 'tools/call')) return true;
-    this.#logger.warn('refused a batch that lists or calls tools: send such requests one by one');
-    this.#trace?.event('policy', { action: 'refused', reason: 'a batch that lists or calls tools' });
+    if (!requests.some((r) => r.method === 'tools/call')) {
+      for (const r of requests) this.#watch(r);
+      return true;
+    }
+    this.#logger.warn('refused a batch that calls a tool: send tool calls one by one');
+    this.#trace?.event('policy', { action: 'refused', reason: 'a batch that calls a tool' });
     for (const r of requests) {
       this.#inflight.answer(
         r.idKey as string,
         r.idText as string,
         BridgeErrorCode.policyDenied,
-        "mcp-sandbox: a batch that lists or calls tools is not allowed by this session's policy; send the requests one by one",
+        "mcp-sandbox: a batch that calls a tool is not allowed by this session's policy; send tool calls one by one",
       );
     }
     return false;
@@ -129,8 +153,9 @@ export class ToolGate {
       return this.#drop(text, reason, reading);
     }
     let line = whole;
-    if (this.#toolLists.has(idKey)) {
-      const filtered = this.#filterTools(info, whole);
+    const listing = this.#toolLists.get(idKey);
+    if (listing !== undefined) {
+      const filtered = this.#filterTools(info, whole, { first: listing });
       if (!filtered) {
         const pending: [string, string] = [idKey, info.idText as string];
         return this.#drop(text, 'a tools/list result without a tools array', reading, [pending]);
@@ -179,27 +204,35 @@ export class ToolGate {
   }
 
   /**
-   * Filters a `tools/list` result: this one response is re-serialized, every other byte stays
-   * verbatim. Undefined for a result a client could read tools from that this cannot check. A
-   * `description` (a discover or initialize result) need not list tools, and what it lists is
-   * hidden by the rules but never pinned: only `tools/list` says what the tools are.
+   * Filters a `tools/list` result (`listing` says whether its request started a listing): this one
+   * response is re-serialized, every other byte stays verbatim. Undefined for a result a client
+   * could read tools from that this cannot check. A `description` (a discover or initialize
+   * result) need not list tools, and what it lists is hidden by the rules but never pinned: only
+   * `tools/list` says what the tools are. In both, every entry of an ambiguous name is dropped.
    */
-  #filterTools(info: MessageInfo, line: Buffer, kind: 'list' | 'description' = 'list'): Buffer | undefined {
+  #filterTools(
+    info: MessageInfo,
+    line: Buffer,
+    listing: { first: boolean } | 'description',
+  ): Buffer | undefined {
     const message = info.value as { result?: unknown };
     if (!Object.hasOwn(message, 'result')) return line;
-    const result = message.result as { tools?: unknown } | null;
+    const result = message.result as { tools?: unknown; nextCursor?: unknown } | null;
     if (typeof result !== 'object' || result === null || !Array.isArray(result.tools))
-      return kind === 'list' ? undefined : line;
+      return listing === 'description' ? line : undefined;
     const tools = (result.tools as unknown[]).filter(
       (t): t is ToolDescription =>
         typeof t === 'object' && t !== null && typeof (t as ToolDescription).name === 'string',
     );
-    for (const { tool, change } of kind === 'list' ? this.#policy.review(tools) : []) {
-      this.#logger.warn(`tool ${JSON.stringify(tool)} was ${change} since the tools were pinned`);
-      this.#trace?.event('pin-drift', { tool, change });
-    }
+    const last = result.nextCursor === undefined || result.nextCursor === null;
+    const ambiguous = new Set(
+      listing === 'description'
+        ? this.#reviewDescription(tools)
+        : this.#reviewPage(tools, listing.first, last),
+    );
     const kept = tools.filter((tool) => {
-      const verdict = this.#policy.verdict(tool.name);
+      if (ambiguous.has(tool.name)) return false;
+      const verdict = this.#review.verdict(tool.name);
       if (!verdict.allowed)
         this.#trace?.event('policy', { action: 'hidden', tool: tool.name, rule: verdict.rule });
       return verdict.allowed;
@@ -207,5 +240,41 @@ export class ToolGate {
     if (kept.length === result.tools.length) return line;
     const body = JSON.stringify({ ...result, tools: kept });
     return Buffer.from(`{"jsonrpc":"2.0","id":${info.idText},"result":${body}}\n`);
+  }
+
+  /** Reviews one page against the pins and says what it found; returns the ambiguous names. */
+  #reviewPage(tools: readonly ToolDescription[], first: boolean, last: boolean): readonly string[] {
+    const { ambiguous, changes, saveError } = this.#review.review({ tools, first, last });
+    for (const { tool, change } of changes) {
+      this.#logger.warn(`tool ${JSON.stringify(tool)} was ${change} since the tools were pinned`);
+      this.#trace?.event('pin-drift', { tool, change });
+    }
+    this.#noteAmbiguous(ambiguous);
+    if (saveError) {
+      this.#logger.warn(`could not write the pin file (${saveError}): the pins hold for this session only`);
+      this.#trace?.event('pin-save-failed', { reason: saveError });
+    }
+    return ambiguous;
+  }
+
+  #reviewDescription(tools: readonly ToolDescription[]): readonly string[] {
+    const ambiguous = this.#review.reviewDescription(tools);
+    this.#noteAmbiguous(ambiguous);
+    return ambiguous;
+  }
+
+  /** Ambiguous names, on stderr (a bounded number of them) and each in the trace. */
+  #noteAmbiguous(names: readonly string[]): void {
+    for (const [index, tool] of names.entries()) {
+      this.#trace?.event('policy', { action: 'ambiguous', tool, rule: 'listed more than once' });
+      if (index < DROP_NOTES)
+        this.#logger.warn(
+          `tool ${JSON.stringify(tool)} is listed more than once in one listing (exactly or as a look-alike name): every entry of it is dropped, and calls to it are refused`,
+        );
+    }
+    if (names.length > DROP_NOTES)
+      this.#logger.warn(
+        `${names.length - DROP_NOTES} more ambiguous tool names are recorded only in the trace`,
+      );
   }
 }

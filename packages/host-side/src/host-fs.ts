@@ -24,6 +24,7 @@ import {
   fchmodSync,
   fstatSync,
   fsyncSync,
+  opendirSync,
   openSync,
   readdirSync,
   readSync,
@@ -34,6 +35,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { SandboxFailureError } from '@mcpsandbox/core';
+import type { TreeCounter } from './tree-usage.js';
 
 /** `O_PATH` (not in Node's constants): the same value on x86_64, arm64 and riscv64, the arches we support. */
 const O_PATH = 0o10000000;
@@ -63,6 +65,20 @@ function self(fd: number): string {
 
 function errno(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/**
+ * Each name in the directory `dirFd` holds, read a batch at a time (never the whole listing at
+ * once: a directory of millions of entries costs no more memory than a small one); stops when
+ * `use` throws.
+ */
+export function eachName(dirFd: number, use: (name: string) => void): void {
+  const dir = opendirSync(self(dirFd), { bufferSize: 256 });
+  try {
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) use(entry.name);
+  } finally {
+    dir.closeSync();
+  }
 }
 
 /** A directory the host holds open, with what `fstat` said of it when it was opened. */
@@ -246,13 +262,16 @@ export interface SealOptions {
   readonly fromUid: number;
   /** New owner, when the host takes the tree over (the sandbox ran as another uid). */
   readonly to?: { readonly uid: number; readonly gid: number };
+  /** Counts every entry below the top: the seal refuses (throws) at the first past its limit. */
+  readonly counter?: TreeCounter;
 }
 
 /**
  * Makes a tree the sandbox wrote unchangeable by it: owned by the host (when `to` is given),
  * without setuid/setgid bits and without group or other write permission. Symlinks are left as
  * they are (never followed; a symlink cannot be changed in place). Anything on another file
- * system, or owned by a third uid, fails closed.
+ * system, or owned by a third uid, fails closed. With a counter the work is bounded: the seal
+ * stops at the first entry past the counter's limit, however much the tree holds.
  */
 export function sealTree(dir: OpenDir, options: SealOptions): void {
   // Fresh: the root's owner and mode changed since it was opened (it was handed to the sandbox).
@@ -273,11 +292,12 @@ function sealInode(fd: number, stat: Stats, options: SealOptions): void {
 
 function sealEntries(dirFd: number, dev: number, options: SealOptions, depth: number): void {
   if (depth > MAX_DEPTH) throw new HostFsError('the install left a tree deeper than any real package');
-  for (const name of readdirSync(self(dirFd))) {
+  eachName(dirFd, (name) => {
     const entry = lookAt(dirFd, name);
-    if (!entry) continue;
+    if (!entry) return;
     try {
-      if (entry.stat.isSymbolicLink()) continue;
+      options.counter?.add(entry.stat);
+      if (entry.stat.isSymbolicLink()) return;
       if (entry.stat.dev !== dev) throw new HostFsError(`${name} is on another file system`);
       sealInode(entry.fd, entry.stat, options);
       if (entry.stat.isDirectory()) {
@@ -291,7 +311,7 @@ function sealEntries(dirFd: number, dev: number, options: SealOptions, depth: nu
     } finally {
       close(entry.fd);
     }
-  }
+  });
 }
 
 /**

@@ -14,6 +14,14 @@ export type { InstallJob, InstallResult, StartedWorker } from './install-job.js'
 export { unwritableMountWarnings } from './mount-access.js';
 export { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
 export {
+  DEFAULT_INSTALL_QUOTA,
+  type InstallQuota,
+  InstallQuotaError,
+  installQuota,
+  parseByteSize,
+  QUOTA_VARIABLES,
+} from './npx/quota.js';
+export {
   cacheKey,
   DEFAULT_NPM_REGISTRY,
   type HostNpmConfig,

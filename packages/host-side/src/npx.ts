@@ -22,6 +22,7 @@ import {
 } from './host-fs.js';
 import { InstallReport } from './install-report.js';
 import { installInBackground } from './npx/background.js';
+import { cacheUsage, writeUsage } from './npx/cache-usage.js';
 import {
   cacheKey,
   describeInstall,
@@ -35,9 +36,11 @@ import {
 } from './npx/entries.js';
 import { checkInstalledIntegrity } from './npx/installed-integrity.js';
 import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-config.js';
+import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
 import { installSteps, runStep, sharedCache } from './npx/steps.js';
 import { type NpxCacheOptions, type NpxDeps, type PreparedNpx, SANDBOX_NPM_ROOT } from './npx/types.js';
+import { InstallGuard } from './npx/watchdog.js';
 import type { Bind } from './view.js';
 
 export { cacheKey } from './npx/entries.js';
@@ -185,6 +188,12 @@ async function install(
     prefix = openDirAt(staging, PREFIX);
     if (!prefix) throw new HostFsError('the install prefix vanished');
     if (deps.runAs) fchownSync(prefix.fd, deps.runAs.uid, deps.runAs.gid);
+    // What this install may write: its entry's quota, or what is left of the cache's total.
+    const quota = deps.cache.quota ?? installQuota(deps.cache.hostEnv);
+    const budget = installBudget(quota, cacheUsage(root, quota, stagingName), cacheRoot);
+    const full = cacheFullError(spec, budget);
+    if (full) throw full;
+    const guard = new InstallGuard(prefix, budget, spec);
     const steps = installSteps(
       inside,
       spec,
@@ -217,10 +226,17 @@ async function install(
       const binds = [prefixBind, ...trust, ...(step.cache ? [step.cache] : []), ...(step.binds ?? [])];
       // The fetch reaches the registry only; the scripts as today's install scripts do.
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
-      const status = await runStep(step.argv, binds, { allow: hosts }, env, report, options, deps);
+      const status = await runStep(step.argv, binds, { allow: hosts }, env, report, options, deps, guard);
       if (status.code !== 0) throw installFailure(spec, grant, status, report, deps.cache);
     }
-    return publish(root, key, stagingName, { staging, prefix }, { spec, registry, integrity }, deps.runAs);
+    return publish(
+      root,
+      key,
+      stagingName,
+      { staging, prefix, guard },
+      { spec, registry, integrity },
+      deps.runAs,
+    );
   } catch (error) {
     try {
       removeAt(root, stagingName, undefined, { last: OWNER });
@@ -239,19 +255,23 @@ function publish(
   root: OpenDir,
   key: string,
   stagingName: string,
-  dirs: { readonly staging: OpenDir; readonly prefix: OpenDir },
+  dirs: { readonly staging: OpenDir; readonly prefix: OpenDir; readonly guard: InstallGuard },
   what: { readonly spec: string; readonly registry: string; readonly integrity: string | undefined },
   runAs: NpxDeps['runAs'],
 ): Installed {
   const { staging, prefix } = dirs;
   // Take the tree over before reading it: as root it becomes ours, so no process of the
-  // sandbox's uid can change it any more; in every case setuid bits and g/o write go.
+  // sandbox's uid can change it any more; in every case setuid bits and g/o write go. The seal
+  // counts as it goes (the exact count, nothing writes any more) and refuses past the quota.
+  const counter = dirs.guard.counter();
   sealTree(prefix, {
     fromUid: runAs?.uid ?? process.getuid?.() ?? 0,
     ...(runAs ? { to: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 } } : {}),
+    counter,
   });
   fchmodSync(prefix.fd, 0o755);
   const installed = describeInstall(prefix, what.spec, what.registry, what.integrity);
+  writeUsage(staging, counter);
   // The marker goes next to pkg/, in the staging directory the sandbox never saw.
   writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
   unlinkSync(at(staging.fd, OWNER));

@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import * as api from '../src/index.js';
+import * as promises from '../src/promises/index.js';
 
 describe('public exports', () => {
   it('are exactly these', () => {
     expect(Object.keys(api).sort()).toEqual([
       'ALWAYS_HIDDEN',
+      'DEFAULT_INSTALL_QUOTA',
       'DEFAULT_NPM_REGISTRY',
       'HostFsError',
+      'InstallQuotaError',
+      'QUOTA_VARIABLES',
       'SANDBOX_HOME',
       'SANDBOX_NPM_ROOT',
       'STATE_PREFIX',
@@ -25,6 +29,7 @@ describe('public exports', () => {
       'findOnPath',
       'hiddenRoots',
       'identifyInit',
+      'installQuota',
       'isHidden',
       'isInside',
       'killInit',
@@ -34,6 +39,7 @@ describe('public exports', () => {
       'openOwnedDir',
       'openState',
       'ownFiles',
+      'parseByteSize',
       'parseNpxCommand',
       'planTlsTrust',
       'prepareNpx',
@@ -46,5 +52,9 @@ describe('public exports', () => {
       'unwritableMountWarnings',
       'writeFileAt',
     ]);
+  });
+
+  it('exports the promise suite from its own entry', () => {
+    expect(Object.keys(promises).sort()).toEqual(['runPromiseSuite']);
   });
 });

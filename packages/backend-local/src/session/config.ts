@@ -12,6 +12,8 @@ import {
   defaultNpmCache,
   defaultStateRoot,
   hiddenRoots,
+  type InstallQuota,
+  installQuota,
   type NpxCacheOptions,
   planTlsTrust,
   STATE_PREFIX,
@@ -44,6 +46,8 @@ export interface BackendSettings {
   readonly autoMount: boolean;
   readonly installHosts: string[];
   readonly installEnv: Record<string, string>;
+  /** The install cache's quota (environment, parsed here so that a malformed value fails at once). */
+  readonly installQuota: InstallQuota;
   readonly tmpSize: number;
   readonly shmSize: number;
   readonly tlsTrust: boolean;
@@ -62,6 +66,7 @@ export function backendSettings(options: LocalBackendOptions): BackendSettings {
   const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
   for (const host of installHosts) parseGrant(host);
   const installEnv = options.installEnv ?? parseInstallEnv(settings.installEnv);
+  const quota = installQuota(hostEnv);
   const tmpSize = options.tmpSizeBytes ?? sizeSetting(settings, 'tmpSize') ?? DEFAULT_TMP_SIZE;
   const shmSize = options.shmSizeBytes ?? sizeSetting(settings, 'shmSize') ?? DEFAULT_SHM_SIZE;
   const tlsTrust =
@@ -76,6 +81,7 @@ export function backendSettings(options: LocalBackendOptions): BackendSettings {
     autoMount,
     installHosts,
     installEnv,
+    installQuota: quota,
     tmpSize,
     shmSize,
     tlsTrust,
@@ -91,14 +97,15 @@ export function sandboxConfig(
   backend: BackendSettings,
 ): SandboxConfig {
   const { logger, hostEnv, settings, stateName, autoMount, tlsTrust, tmpSize, shmSize } = backend;
-  const { installHosts, installEnv } = backend;
+  const { installHosts, installEnv, installQuota: quota } = backend;
   const grants = parseGrants(spec.network?.allow);
   checkMounts(spec.mounts ?? []);
+  const hardLimits = readHardLimits();
   const limits = planLimits(spec.limits, {
     prlimit: found.prlimitPath !== undefined,
     defaultMaxProcesses:
       options.defaultMaxProcesses ?? numberSetting(settings, 'maxProcesses') ?? DEFAULT_MAX_PROCESSES,
-    hardLimits: readHardLimits(),
+    hardLimits,
   });
   for (const note of limits.notes) logger.warn(note);
   spec.onEvent?.({ type: 'limits', enforced: limits.enforced, notEnforced: limits.notEnforced });
@@ -126,7 +133,7 @@ export function sandboxConfig(
     settings,
     hostEnv,
     defaultNpmCache(hostEnv, home, found.runAs !== undefined && !found.staging),
-    { installHosts, installEnv, ...(userCache ? { userCache } : {}) },
+    { installHosts, installEnv, quota, ...(userCache ? { userCache } : {}) },
   );
   checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
   if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
@@ -136,6 +143,12 @@ export function sandboxConfig(
     info: found,
     grants,
     limits,
+    // One byte past the entry quota, so that a file that reaches it counts as past it; never
+    // above the host's own hard limit, which a sandbox cannot raise.
+    installFileSize: Math.min(
+      backend.installQuota.entry.bytes + 1,
+      hardLimits.fsize ?? Number.POSITIVE_INFINITY,
+    ),
     hostEnv,
     hostHome: home,
     stateDir,
@@ -164,16 +177,18 @@ function npmOptions(
   install: {
     readonly installHosts: string[];
     readonly installEnv: Record<string, string>;
+    readonly quota: InstallQuota;
     readonly userCache?: NpxCacheOptions['userCache'];
   },
 ): NpxCacheOptions {
-  const { installHosts, installEnv, userCache } = install;
+  const { installHosts, installEnv, quota, userCache } = install;
   const registry = options.npmRegistry ?? settings.npmRegistry;
   return {
     cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultCache,
     hostEnv,
     // `--project-npmrc`: a project .npmrc may choose npm's settings (else the user's own only).
     ...(settings.projectNpmrc === 'on' ? { projectNpmrc: true } : {}),
+    quota,
     ...(installHosts.length > 0 ? { installHosts } : {}),
     ...(Object.keys(installEnv).length > 0 ? { installEnv } : {}),
     ...(registry ? { registry } : {}),
@@ -189,6 +204,8 @@ export interface SandboxConfig {
   readonly machine?: MachineCheck;
   readonly grants: readonly NetGrant[];
   readonly limits: LimitPlan;
+  /** RLIMIT_FSIZE of install steps: no one file larger than an entry's byte quota. */
+  readonly installFileSize: number;
   readonly hostEnv: Readonly<Record<string, string | undefined>>;
   readonly hostHome: string;
   readonly stateDir: string;

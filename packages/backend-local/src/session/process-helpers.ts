@@ -82,7 +82,12 @@ export function readHardLimits(): Record<string, number | undefined> {
       const value = line?.slice(26).trim().split(/\s+/)[1];
       return value === undefined || value === 'unlimited' ? undefined : Number(value);
     };
-    return { nproc: hard('Max processes'), nofile: hard('Max open files'), data: hard('Max data size') };
+    return {
+      nproc: hard('Max processes'),
+      nofile: hard('Max open files'),
+      data: hard('Max data size'),
+      fsize: hard('Max file size'),
+    };
   } catch {
     return {};
   }

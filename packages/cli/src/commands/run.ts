@@ -164,7 +164,10 @@ function withRunOptions(command: Command, defaultBackend: string): Command {
     .option('--backend-option <key=value>', 'a backend-specific setting (repeatable)', collect, [])
     .option('--allow-tool <glob>', 'show and allow only tools matching <glob> (repeatable)', collect, [])
     .option('--deny-tool <glob>', 'hide and refuse tools matching <glob> (repeatable)', collect, [])
-    .option('--pin-tools <file>', 'record the tool surface on first run; warn when it changes later')
+    .option(
+      '--pin-tools <file>',
+      'pin the first complete tool listing (written once); warn when a tool changes later',
+    )
     .option(
       '--pin-tools-strict',
       'with --pin-tools: hide and refuse tools that changed since they were pinned',

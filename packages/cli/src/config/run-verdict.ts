@@ -78,6 +78,7 @@ export const JUDGED_OPTIONS: ReadonlySet<string> = new Set([
   'drainTimeout',
   'killGrace',
   'wrapped',
+  'projectNpmrc',
 ]);
 
 const WEAKER: Readonly<Record<IsolationLevel, string>> = {
@@ -119,6 +120,11 @@ export function judgeRunWords(
     const where = hostFile(flag, value, home);
     if (where.weak) weakenedBy.push(where.weak);
     else grants.push(`writes ${value} (${flag})`);
+  }
+  if (flags.projectNpmrc) {
+    weakenedBy.push(
+      "--project-npmrc: the working folder's .npmrc (which a server may have written) chooses the npm registry",
+    );
   }
   for (const text of flags.backendOption) {
     const key = safely(() => parseSetting(text)[0]);

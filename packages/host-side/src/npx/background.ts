@@ -9,6 +9,7 @@ import type { OpenDir } from '../host-fs.js';
 import type { StartedWorker } from '../install-job.js';
 import { type Installed, readEntry } from './entries.js';
 import type { HostNpmConfig } from './npm-config.js';
+import { InstallQuotaError } from './quota.js';
 
 /**
  * The install in a detached worker: its output is shown while this start waits; if this start
@@ -46,6 +47,7 @@ export async function installInBackground(
   if (!result.ok) {
     if (result.code === 'E_SETUP_FAILED') throw new SetupFailedError(result.message, result.exitCode ?? null);
     if (result.code === 'E_PIN_CHANGED') throw new PinChangedError(result.message);
+    if (result.code === 'E_INSTALL_QUOTA') throw new InstallQuotaError(result.message);
     throw new SandboxFailureError(result.message, { code: 'E_PREPARE' });
   }
   const installed = readEntry(root, key);

@@ -5,6 +5,7 @@ import { checkUserNpmCache, type UserNpmCache } from '../user-npm-cache.js';
 import { type Bind, commandBinds, hiddenRoots, locateCommand } from '../view.js';
 import type { HostNpmConfig } from './npm-config.js';
 import { type NpxDeps, SANDBOX_NPM_CACHE } from './types.js';
+import type { InstallGuard } from './watchdog.js';
 
 export interface InstallStep {
   readonly argv: readonly string[];
@@ -112,7 +113,10 @@ export function sharedCache(deps: NpxDeps, npmConfig: HostNpmConfig): UserNpmCac
   return undefined;
 }
 
-/** One install step in the sandbox: its output shown and kept for the report. */
+/**
+ * One install step in the sandbox: its output shown and kept for the report, what it writes
+ * counted while it runs (killed past the quota, then refused with the guard's error).
+ */
 export async function runStep(
   argv: readonly string[],
   binds: readonly Bind[],
@@ -121,8 +125,10 @@ export async function runStep(
   report: InstallReport,
   options: PrepareOptions,
   deps: NpxDeps,
+  guard: InstallGuard,
 ): Promise<{ readonly code: number | null; readonly signal: string | null }> {
   const proc = await deps.install(argv, binds, network, env, (event) => report.event(event));
+  const unwatch = guard.watch(() => void proc.kill('SIGKILL'));
   void proc.closeStdin();
   const forward = async (stream: AsyncIterable<Uint8Array>) => {
     for await (const chunk of stream) {
@@ -134,9 +140,14 @@ export async function runStep(
   options.signal?.addEventListener('abort', abort, { once: true });
   try {
     const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
+    unwatch();
     options.signal?.throwIfAborted();
+    // Once more now that the step is over: what it wrote after the last count.
+    const over = guard.finalCount();
+    if (over) throw over;
     return status;
   } finally {
+    unwatch();
     options.signal?.removeEventListener('abort', abort);
   }
 }

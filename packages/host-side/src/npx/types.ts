@@ -9,6 +9,7 @@ import type {
 import type { HostNpmConfig, StartedWorker } from '../install-job.js';
 import type { CachePlaces } from '../user-npm-cache.js';
 import type { Bind } from '../view.js';
+import type { InstallQuota } from './quota.js';
 
 /** Where installed packages appear inside the sandbox (under the hidden, empty /run). */
 export const SANDBOX_NPM_ROOT = '/run/mcp-sandbox/npm';
@@ -43,6 +44,8 @@ export interface NpxCacheOptions {
    * cache directory in it is validated again before any use, as every time.
    */
   readonly npmConfig?: HostNpmConfig;
+  /** How much an entry and the whole cache may hold; absent: from the environment (npx/quota.ts). */
+  readonly quota?: InstallQuota;
 }
 
 export interface NpxDeps {

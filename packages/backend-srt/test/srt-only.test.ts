@@ -7,8 +7,8 @@ import type { Logger, Sandbox, SandboxEvent, SandboxSpec } from '@mcpsandbox/cor
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSrtBackend } from '../src/index.js';
 
-// Each promise of the product, held by srt's bubblewrap path on this machine. A fake home holds
-// a canary; the server is real node code run through the backend as `run` would.
+// What only srt's bubblewrap path needs held (the promises every OS backend keeps are in the
+// shared suite, srt.promises.test.ts): srt's own shared /tmp/claude, and its mount rules.
 const home = mkdtempSync(join(tmpdir(), 'srt-home-'));
 const CANARY = 'canary-in-the-home-7f3a';
 writeFileSync(join(home, 'secret.txt'), CANARY);
@@ -72,38 +72,7 @@ const fetchBoth = (granted: string, refused: string) => [
   refused,
 ];
 
-describe('srt backend: the product promises on Linux', () => {
-  it('no host files by default: the home canary is unreadable (and the control reads a granted file)', async () => {
-    const script = `const fs = require('fs');
-      try { console.log('read:' + fs.readFileSync(${JSON.stringify(join(home, 'secret.txt'))}, 'utf8')); } catch (e) { console.log('refused:' + e.code); }
-      try { console.log('listed:' + fs.readdirSync(${JSON.stringify(home)}).join(',')); } catch (e) { console.log('refused:' + e.code); }
-      console.log('own home ok:' + (fs.writeFileSync(process.env.HOME + '/x', 'y'), fs.readFileSync(process.env.HOME + '/x', 'utf8')));`;
-    const result = await run(script);
-    expect(result.stdout).not.toContain(CANARY);
-    expect(result.stdout).not.toContain('secret.txt');
-    expect(result.stdout).toContain('own home ok:y');
-    // Control: the same read with the home granted read-only succeeds.
-    const granted = await run(script, { mounts: [{ hostPath: home, sandboxPath: home, mode: 'ro' }] });
-    expect(granted.stdout).toContain(`read:${CANARY}`);
-  });
-
-  it('writes only to the private home and tmp, and to rw mounts', async () => {
-    const outside = mkdtempSync(join(tmpdir(), 'srt-rw-'));
-    const script = `const fs = require('fs');
-      for (const dir of [${JSON.stringify(outside)}, '/usr', '/var/tmp', process.env.TMPDIR]) {
-        try { fs.writeFileSync(dir + '/w', 'x'); console.log('wrote:' + dir); } catch (e) { console.log('refused:' + dir); }
-      }`;
-    const result = await run(script);
-    expect(result.stdout).toContain(`refused:${outside}`);
-    expect(result.stdout).toContain('refused:/usr');
-    // srt lays an in-memory tmpfs over a denied directory: a write there never reaches the host.
-    expect(existsSync('/var/tmp/w')).toBe(false);
-    expect(result.stdout).toMatch(/wrote:\S+\/tmp/);
-    const mounted = await run(script, { mounts: [{ hostPath: outside, sandboxPath: outside, mode: 'rw' }] });
-    expect(mounted.stdout).toContain(`wrote:${outside}`);
-    rmSync(outside, { recursive: true, force: true });
-  });
-
+describe('srt backend: what only srt needs held, on Linux', () => {
   it("no writable path shared between sessions: a marker left in srt's shared /tmp/claude is not seen by the next session", async () => {
     // srt makes /tmp/claude writable in every sandbox it makes (its own default); made here if
     // absent, as srt's other users make it, so that srt binds it in.
@@ -128,23 +97,7 @@ describe('srt backend: the product promises on Linux', () => {
     }
   });
 
-  it('the environment is exactly the allowlist: no withheld host variable', async () => {
-    const result = await run('console.log(JSON.stringify(Object.keys(process.env).sort()))', {
-      env: { ALLOWED: 'yes' },
-    });
-    const keys = JSON.parse(result.stdout) as string[];
-    expect(keys).toContain('ALLOWED');
-    expect(keys).not.toContain('WITHHELD_TOKEN');
-    expect(keys.filter((key) => !/^(https?_proxy|HTTPS?_PROXY|NODE_USE_ENV_PROXY)$/.test(key))).toEqual([
-      'ALLOWED',
-      'HOME',
-      'LANG',
-      'PATH',
-      'TMPDIR',
-    ]);
-  });
-
-  it('egress only through grants: the granted host answers, another is refused with the hint', async () => {
+  it('a refused host is reported as an event and with its hint', async () => {
     warnings.length = 0;
     const result = await run(fetchBoth(`http://127.0.0.1:${port}/`, 'http://example.com/'), {
       network: { allow: [`127.0.0.1:${port}`] },
@@ -155,21 +108,6 @@ describe('srt backend: the product promises on Linux', () => {
       expect.objectContaining({ type: 'egress-denied', host: 'example.com', port: 80, via: 'proxy' }),
     );
     expect(warnings.join('\n')).toContain('to allow it: --allow-net example.com');
-  });
-
-  it('address checks: a name granted by name that points at loopback is refused; no proxy, no network', async () => {
-    const result = await run(fetchBoth(`http://localhost:${port}/`, `http://127.0.0.1:${port}/`), {
-      network: { allow: [`localhost:${port}`] },
-    });
-    expect(result.stdout).not.toContain('200');
-    expect(result.events).toContainEqual(
-      expect.objectContaining({ type: 'proxy', decision: 'deny', host: 'localhost' }),
-    );
-    // Around the proxy: a direct connection to the host's loopback finds the sandbox's own.
-    const direct = await run(
-      `require('net').connect(${port}, '127.0.0.1').on('connect', () => console.log('reached')).on('error', (e) => console.log('error:' + e.code))`,
-    );
-    expect(direct.stdout).not.toContain('reached');
   });
 
   it('refuses a mount whose target differs from its source, naming the alternative', async () => {
