@@ -24,7 +24,9 @@ function env(name: string): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/',
-    MCP_SANDBOX_PIN_LOCK: process.env.MCP_SANDBOX_PIN_LOCK ?? '',
+    // Each test's registry packs flood-install@1.0.0 anew, and a pin binds name@version to one
+    // tarball whichever registry serves it: each test keeps its pins in a lock of its own.
+    MCP_SANDBOX_PIN_LOCK: join(work, `${name}-pins.json`),
     // A private state home: it also tells this test's install worker from any other.
     XDG_STATE_HOME: join(work, `${name}-state`),
     ...QUOTA,
