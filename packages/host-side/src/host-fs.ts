@@ -35,7 +35,11 @@ import {
   writeSync,
 } from 'node:fs';
 import { SandboxFailureError } from '@mcpsandbox/core';
-import type { TreeCounter } from './tree-usage.js';
+
+/** Counts each entry a walk meets and throws past its limit (tree-usage.ts's TreeCounter). */
+export interface EntryCounter {
+  add(stat: { readonly size: number }): void;
+}
 
 /** `O_PATH` (not in Node's constants): the same value on x86_64, arm64 and riscv64, the arches we support. */
 const O_PATH = 0o10000000;
@@ -263,7 +267,7 @@ export interface SealOptions {
   /** New owner, when the host takes the tree over (the sandbox ran as another uid). */
   readonly to?: { readonly uid: number; readonly gid: number };
   /** Counts every entry below the top: the seal refuses (throws) at the first past its limit. */
-  readonly counter?: TreeCounter;
+  readonly counter?: EntryCounter;
 }
 
 /**

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { IS_ROOT, LINUX, ORDINARY_USER, SuiteDirs } from './fixture.js';
-import type { PromiseSuiteOptions } from './index.js';
+import type { PromiseSuiteOptions } from './options.js';
 import {
   type Bridge,
   descendantsOf,

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Logger, SandboxSpec } from '@mcpsandbox/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CANARY, IS_ROOT, LINUX, SuiteDirs, WITHHELD } from './fixture.js';
-import type { PromiseSuiteOptions } from './index.js';
+import type { PromiseSuiteOptions } from './options.js';
 import { HOST_TREE, IDENTITY_PROBE, READ_PROBE, SETID_ATTACK } from './scripts.js';
 
 const silent: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
