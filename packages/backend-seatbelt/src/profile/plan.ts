@@ -1,4 +1,5 @@
 import { SeatbeltPathError } from '../errors.js';
+import { hasControl } from '../sbpl/literal.js';
 
 /**
  * Everything one process of a session is shown, as host paths. The profile is generated from
@@ -39,7 +40,7 @@ const SYMLINKED_ROOTS: readonly (readonly [string, string])[] = [
  * profile denies it last (use the plain one).
  */
 export function profilePath(path: string, what: string): string {
-  if (/[\u0000-\u001f\u007f]/.test(path)) {
+  if (hasControl(path)) {
     throw new SeatbeltPathError(
       `${what} ${JSON.stringify(path)} has a control character: it cannot be shown on macOS`,
     );

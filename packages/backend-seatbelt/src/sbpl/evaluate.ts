@@ -77,11 +77,18 @@ export function parseProfile(text: string): Profile {
   return { defaultAction, rules };
 }
 
+/** Older names Apple's profiles still use for a whole group (`(allow ipc-posix-shm)`). */
+const LEGACY_GROUPS: Readonly<Record<string, string>> = {
+  'ipc-posix-shm': 'ipc-posix-shm*',
+  'ipc-posix-sem': 'ipc-posix-sem*',
+};
+
 /**
  * Does a rule's operation cover the asked one? Operations form a tree by name: `file*` covers
  * `file-read*` covers `file-read-data`; a rule naming a group applies to every operation in it.
  */
-export function opCovers(ruleOp: string, asked: string): boolean {
+export function opCovers(written: string, asked: string): boolean {
+  const ruleOp = LEGACY_GROUPS[written] ?? written;
   if (ruleOp === asked) return true;
   if (!ruleOp.endsWith('*')) return false;
   return asked.startsWith(ruleOp.slice(0, -1));
