@@ -1,10 +1,38 @@
+import { readFileSync } from 'node:fs';
+import { type ClosureIo, dylibClosure } from '../src/profile/dylib-closure.js';
 import type { SeatbeltPlan } from '../src/profile/plan.js';
+
+/** `otool -L` and realpath answers of a Homebrew node 24 on Apple silicon, in otool's format. */
+export function homebrewNodeIo(): { binary: string; io: ClosureIo } {
+  const recorded = JSON.parse(
+    readFileSync(new URL('fixtures/homebrew-node-otool.json', import.meta.url), 'utf8'),
+  ) as {
+    binary: string;
+    otool: Record<string, string>;
+    realpath: Record<string, string>;
+  };
+  const lookup = (table: Record<string, string>, path: string) => {
+    const value = table[path];
+    if (value === undefined) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
+    return value;
+  };
+  return {
+    binary: recorded.binary,
+    io: {
+      otoolL: (path) => lookup(recorded.otool, path),
+      realpath: (path) => lookup(recorded.realpath, path),
+    },
+  };
+}
+
+const homebrew = homebrewNodeIo();
+const homebrewClosure = dylibClosure(homebrew.binary, homebrew.io);
 
 /** Fixed inputs for the goldens and decision tables: one user, alice, on Apple silicon. */
 export const HOST_HOME = '/Users/alice';
 export const SESSION_ROOT = '/private/var/folders/xy/T/mcp-sandbox-sb-AbCdEf';
 export const GOLDEN_PROXY_PORT = 41999;
-const NODE = '/usr/local/bin/node';
+const NODE_LINK = '/usr/local/bin/node';
 const NODE_REAL = '/usr/local/Cellar/node@22/22.12.0/bin/node';
 
 export const basePlan: SeatbeltPlan = {
@@ -13,6 +41,7 @@ export const basePlan: SeatbeltPlan = {
   tmp: `${SESSION_ROOT}/tmp`,
   runtime: [NODE_REAL, '/opt/mcp-sandbox/servers/everything'],
   dylibDirs: [],
+  runtimeLinks: [NODE_LINK],
   readOnly: [],
   readWrite: [],
   trustFiles: [],
@@ -38,18 +67,9 @@ export const plans = {
   },
   'homebrew-node': {
     ...basePlan,
-    runtime: ['/opt/homebrew/Cellar/node/24.3.0/bin/node', '/opt/homebrew/bin/node'],
-    dylibDirs: [
-      '/opt/homebrew/Cellar/brotli/1.1.0/lib',
-      '/opt/homebrew/Cellar/c-ares/1.34.5/lib',
-      '/opt/homebrew/Cellar/icu4c@77/77.1/lib',
-      '/opt/homebrew/Cellar/libnghttp2/1.66.0/lib',
-      '/opt/homebrew/Cellar/libuv/1.51.0/lib',
-      '/opt/homebrew/Cellar/openssl@3/3.5.1/lib',
-      '/opt/homebrew/opt/brotli',
-      '/opt/homebrew/opt/icu4c@77',
-      '/opt/homebrew/opt/openssl@3',
-    ],
+    runtime: [homebrew.io.realpath(homebrew.binary)],
+    dylibDirs: homebrewClosure.dirs,
+    runtimeLinks: [homebrew.binary, ...homebrewClosure.links],
   },
 } satisfies Record<string, SeatbeltPlan>;
 

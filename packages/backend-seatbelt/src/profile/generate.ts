@@ -38,6 +38,7 @@ function planPaths(plan: SeatbeltPlan) {
     tmp: profilePath(plan.tmp, 'the session tmp'),
     runtime: each(plan.runtime, 'the runtime path'),
     dylibDirs: each(plan.dylibDirs, 'the runtime library directory'),
+    links: each(plan.runtimeLinks ?? [], 'the runtime link'),
     readOnly: each(plan.readOnly, 'the read-only path'),
     readWrite: each(plan.readWrite, 'the mount'),
     trustFiles: each(plan.trustFiles, 'the TLS trust file'),
@@ -55,7 +56,7 @@ export function generateProfile(plan: SeatbeltPlan): string {
   const p = planPaths(plan);
   const writable = unique([p.home, p.tmp, ...p.readWrite]);
   const readable = unique([...p.runtime, ...p.dylibDirs, ...p.readOnly, ...p.trustFiles]);
-  const parents = unique([...writable, ...readable].flatMap(ancestors)).filter(
+  const parents = unique([...writable, ...readable, ...p.links].flatMap(ancestors).concat(p.links)).filter(
     (dir) => !writable.includes(dir) && !readable.includes(dir),
   );
   if (

@@ -16,6 +16,8 @@ export interface SeatbeltPlan {
   readonly runtime: readonly string[];
   /** Directories of the runtime's dylib closure (see dylib-closure.ts): read-only. */
   readonly dylibDirs: readonly string[];
+  /** Symlinks on the way to the runtime and its libraries (`/opt/homebrew/opt/icu4c`): stat and readlink only. */
+  readonly runtimeLinks?: readonly string[];
   /** The server's installed package and `ro` mounts: read-only. */
   readonly readOnly: readonly string[];
   /** `rw` mounts, the writable package copy, an install step's prefix. */
