@@ -1,4 +1,12 @@
+export {
+  createSeatbeltBackend as createBackend,
+  createSeatbeltBackend,
+  SEATBELT_FACTS,
+  type SeatbeltBackendOptions,
+} from './backend.js';
 export { SbplSyntaxError, SeatbeltPathError } from './errors.js';
+export { type Denial, denialLine, grantFor, logStreamArgs, parseDenialLine } from './log/denials.js';
+export { type ClosureIo, type DylibClosure, dylibClosure, parseOtoolL } from './profile/dylib-closure.js';
 export { generateProfile, TAG_PREFIX } from './profile/generate.js';
 export { profilePath, type SeatbeltPlan } from './profile/plan.js';
 export { MACH_ALLOWLIST } from './profile/system.js';

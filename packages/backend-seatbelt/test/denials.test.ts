@@ -46,6 +46,7 @@ describe('denials from the unified log', () => {
     expect(text[4]).toContain('never shown');
     expect(text[6]).toContain("--mount '/Users/alice/my notes/today.md:/Users/alice/my notes/today.md:ro'");
     for (const line of text) {
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may reach the terminal
       expect(line).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
       expect(line.split('\n')).toHaveLength(1);
     }

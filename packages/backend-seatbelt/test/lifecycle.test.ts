@@ -1,0 +1,163 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Sandbox, SandboxProcess, SandboxSpec } from '@mcpsandbox/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createSeatbeltBackend } from '../src/backend.js';
+import { psTable } from '../src/engine/processes.js';
+import { OWNER_FILE, SESSION_PREFIX } from '../src/engine/session-root.js';
+import { profilePath } from '../src/profile/plan.js';
+import { decide, parseProfile } from '../src/sbpl/evaluate.js';
+
+// Linux has no sandbox-exec: these tests run the engine's lifecycle (spawn, environment,
+// teardown, sweep, sessions side by side) with a stand-in that enforces nothing. What the
+// profile enforces is checked by the goldens and decision tables, and by the kernel on macOS.
+const STANDIN = new URL('fixtures/standin-sandbox-exec.sh', import.meta.url).pathname;
+
+let stateDir: string;
+const open: Sandbox[] = [];
+beforeEach(() => {
+  stateDir = mkdtempSync(join(tmpdir(), 'seatbelt-life-'));
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((sandbox) => sandbox.close()));
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+async function session(spec: Partial<SandboxSpec> = {}) {
+  const backend = createSeatbeltBackend({
+    platform: 'darwin',
+    sandboxExec: STANDIN,
+    stateDir,
+    hostEnv: { PATH: process.env.PATH, HOME: stateDir },
+  });
+  const sandbox = await backend.create({ sessionId: 'life', env: {}, ttlMs: 60_000, ...spec });
+  open.push(sandbox);
+  return sandbox;
+}
+
+async function text(stream: AsyncIterable<Uint8Array>): Promise<string> {
+  let out = '';
+  for await (const chunk of stream) out += Buffer.from(chunk).toString('utf8');
+  return out;
+}
+
+const alive = (pid: number) => psTable().some((row) => row.pid === pid);
+
+async function untilGone(pids: readonly number[]): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    if (!pids.some(alive)) return true;
+    await new Promise((done) => setTimeout(done, 100));
+  }
+  return false;
+}
+
+describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', () => {
+  it('runs the command under sandbox-exec -p <profile> -- with exactly the session’s environment', async () => {
+    const sandbox = await session({ env: { API_KEY: 'k' } });
+    const proc = await sandbox.exec([process.execPath, '-e', 'console.log(JSON.stringify(process.env))']);
+    const env = JSON.parse(await text(proc.stdout)) as Record<string, string>;
+    expect((await proc.exit).code).toBe(0);
+    expect(Object.keys(env).sort()).toEqual(
+      [
+        'API_KEY',
+        'HOME',
+        'HTTPS_PROXY',
+        'HTTP_PROXY',
+        'LANG',
+        'NODE_USE_ENV_PROXY',
+        'PATH',
+        'TMPDIR',
+        'http_proxy',
+        'https_proxy',
+      ].sort(),
+    );
+    const profile = parseProfile(readFileSync(join(env.TMPDIR as string, '.standin-profile.sb'), 'utf8'));
+    // The profile names paths as Seatbelt resolves them (/tmp is /private/tmp on macOS).
+    const home = profilePath(env.HOME as string, 'home');
+    expect(decide(profile, { op: 'file-write-create', path: `${home}/x` }).action).toBe('allow');
+    expect(
+      decide(profile, { op: 'file-read-data', path: profilePath(process.execPath, 'node') }).action,
+    ).toBe('allow');
+    expect(decide(profile, { op: 'file-read-data', path: join(stateDir, 'other') }).action).toBe('deny');
+    // No grants: not even the proxy is reachable.
+    expect(
+      decide(profile, {
+        op: 'network-outbound',
+        remote: `localhost:${new URL(env.HTTP_PROXY as string).port}`,
+      }).action,
+    ).toBe('deny');
+  });
+
+  it('close() ends the process group and a descendant that left it', async () => {
+    const sandbox = await session();
+    const proc = await sandbox.exec([
+      '/bin/sh',
+      '-c',
+      'setsid sleep 300 & echo $!; sleep 300 & echo $!; wait',
+    ]);
+    const pids = await firstLines(proc, 2);
+    expect(pids.every(alive)).toBe(true);
+    await sandbox.close();
+    expect(await untilGone(pids)).toBe(true);
+  });
+
+  it('a later start sweeps a session whose owner died: its processes and its directory', async () => {
+    // A session root as a killed bridge leaves it: an owner that is gone, a group still running.
+    const dead = spawn(process.execPath, ['-e', '0']);
+    await new Promise((done) => dead.once('exit', done));
+    const orphan = spawn('/bin/sh', ['-c', 'sleep 300'], { detached: true, stdio: 'ignore' });
+    orphan.unref();
+    const root = join(stateDir, `${SESSION_PREFIX}Left01`);
+    mkdirSync(join(root, 'home'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(root, OWNER_FILE), `${dead.pid} ${orphan.pid}`);
+    expect(alive(orphan.pid as number)).toBe(true);
+    await session();
+    expect(existsSync(root)).toBe(false);
+    expect(await untilGone([orphan.pid as number])).toBe(true);
+  });
+
+  it('a session whose owner lives, or a forged owner file, is left alone', async () => {
+    const root = join(stateDir, `${SESSION_PREFIX}Live01`);
+    mkdirSync(root, { mode: 0o700 });
+    writeFileSync(join(root, OWNER_FILE), `${process.pid} 1`);
+    const forged = join(stateDir, `${SESSION_PREFIX}Forged`);
+    mkdirSync(forged, { mode: 0o700 });
+    writeFileSync(join(forged, OWNER_FILE), '999999999 -1 1');
+    await session();
+    expect(existsSync(root)).toBe(true);
+    expect(existsSync(forged)).toBe(true);
+  });
+
+  it('two sessions run at once, each with its own proxy port (serve: a sandbox per session)', async () => {
+    const [a, b] = await Promise.all([
+      session({ network: { allow: ['example.com'] } }),
+      session({ network: { allow: ['example.org'] } }),
+    ]);
+    const ports = await Promise.all(
+      [a, b].map(async (sandbox) => {
+        const proc = await sandbox.exec([process.execPath, '-e', 'console.log(process.env.HTTP_PROXY)']);
+        return (await text(proc.stdout)).trim();
+      }),
+    );
+    expect(ports[0]).not.toBe(ports[1]);
+  });
+
+  it('refuses to start off macOS without a sandbox-exec', async () => {
+    const backend = createSeatbeltBackend({ platform: 'linux', stateDir });
+    await expect(backend.create({ sessionId: 'x', env: {}, ttlMs: 1000 })).rejects.toMatchObject({
+      code: 'E_SEATBELT_UNAVAILABLE',
+    });
+  });
+});
+
+async function firstLines(proc: SandboxProcess, count: number): Promise<number[]> {
+  let out = '';
+  for await (const chunk of proc.stdout) {
+    out += Buffer.from(chunk).toString('utf8');
+    const lines = out.split('\n').filter(Boolean);
+    if (lines.length >= count) return lines.slice(0, count).map(Number);
+  }
+  throw new Error(`only ${out}`);
+}
