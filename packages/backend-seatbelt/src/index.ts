@@ -6,6 +6,7 @@ export {
 } from './backend.js';
 export { SbplSyntaxError, SeatbeltPathError } from './errors.js';
 export { type Denial, denialLine, grantFor, logStreamArgs, parseDenialLine } from './log/denials.js';
+export { probeSeatbelt, type SeatbeltProbe } from './probe.js';
 export { type ClosureIo, type DylibClosure, dylibClosure, parseOtoolL } from './profile/dylib-closure.js';
 export { generateProfile, TAG_PREFIX } from './profile/generate.js';
 export { profilePath, type SeatbeltPlan } from './profile/plan.js';
