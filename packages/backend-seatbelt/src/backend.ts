@@ -9,7 +9,15 @@ import {
   silentLogger,
 } from '@mcpsandbox/core';
 import { parseGrant } from '@mcpsandbox/egress';
-import { checkStateName, defaultStateRoot, openState, planTlsTrust } from '@mcpsandbox/host-side';
+import {
+  checkMountsSpareHostState,
+  checkStateName,
+  defaultNpmCache,
+  defaultStateRoot,
+  type NpxCacheOptions,
+  openState,
+  planTlsTrust,
+} from '@mcpsandbox/host-side';
 import { psTable } from './engine/processes.js';
 import { SeatbeltSandbox } from './engine/sandbox.js';
 import { isAlive, sweepAbandoned } from './engine/session-root.js';
@@ -19,6 +27,10 @@ import { profilePath } from './profile/plan.js';
 export interface SeatbeltBackendOptions extends BackendFactoryOptions {
   /** Host directory for each session's private home and tmp (default: the OS temp dir). */
   readonly stateDir?: string;
+  /** Root of the persistent npx install cache (default `$XDG_CACHE_HOME/mcp-sandbox/npm`). */
+  readonly npmCacheDir?: string;
+  /** The npm registry installs may reach (default: `npm config get registry`). */
+  readonly npmRegistry?: string;
   /** The OS to act for (default `process.platform`): the backend runs on darwin only. */
   readonly platform?: NodeJS.Platform;
   /**
@@ -91,6 +103,16 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
       const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
       sweepAbandoned(stateDir, psTable, isAlive);
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, false);
+      const installHosts = (settings.installAllowNet ?? '').split(',').filter(Boolean);
+      for (const host of installHosts) parseGrant(host);
+      const registry = options.npmRegistry ?? settings.npmRegistry;
+      const npm: NpxCacheOptions = {
+        cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultNpmCache(hostEnv, home, false),
+        hostEnv,
+        ...(installHosts.length > 0 ? { installHosts } : {}),
+        ...(registry ? { registry } : {}),
+      };
+      checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       const trust = tlsTrust ? planTlsTrust(hostEnv, ['/Users', '/Volumes', '/private']) : undefined;
       for (const note of trust?.notes ?? []) logger.warn(note);
       return SeatbeltSandbox.open({
@@ -101,6 +123,7 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
         stateDir,
         ...(stateName ? { state: openState(stateRoot, stateName, undefined) } : {}),
         autoMount: settings.autoMount !== 'false',
+        npm,
         trust: {
           env: Object.fromEntries((trust?.entries ?? []).map((entry) => [entry.name, entry.value])),
           files: (trust?.entries ?? []).flatMap((entry) => entry.binds.map((bind) => bind.source)),

@@ -1,5 +1,13 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Sandbox, SandboxProcess, SandboxSpec } from '@mcpsandbox/core';
@@ -144,6 +152,27 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     expect(ports[0]).not.toBe(ports[1]);
   });
 
+  it('npx -y: installs through its own step (registry only) and runs the installed package read-only', async () => {
+    const cacheRoot = join(stateDir, 'npm-cache');
+    const backend = createSeatbeltBackend({
+      platform: 'darwin',
+      sandboxExec: STANDIN,
+      stateDir,
+      npmCacheDir: cacheRoot,
+      hostEnv: { PATH: process.env.PATH, HOME: stateDir },
+    });
+    const sandbox = await backend.create({ sessionId: 'npx', env: {}, ttlMs: 120_000 });
+    open.push(sandbox);
+    const command = await sandbox.prepare?.(['npx', '-y', 'semver@7.6.3', '1.2.3'], { stderr: () => {} });
+    expect(command?.[0]?.startsWith(cacheRoot)).toBe(true);
+    const proc = await sandbox.exec(command as string[]);
+    expect((await text(proc.stdout)).trim()).toBe('1.2.3');
+    const profile = parseProfile(readFileSync(join(profileTmp(proc), '.standin-profile.sb'), 'utf8'));
+    const installed = profilePath(command?.[0] as string, 'bin');
+    expect(decide(profile, { op: 'file-read-data', path: installed }).action).toBe('allow');
+    expect(decide(profile, { op: 'file-write-data', path: installed }).action).toBe('deny');
+  }, 120_000);
+
   it('refuses to start off macOS without a sandbox-exec', async () => {
     const backend = createSeatbeltBackend({ platform: 'linux', stateDir });
     await expect(backend.create({ sessionId: 'x', env: {}, ttlMs: 1000 })).rejects.toMatchObject({
@@ -151,6 +180,12 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     });
   });
 });
+
+/** The session tmp, where the stand-in left the last profile (one session per test). */
+function profileTmp(_proc: SandboxProcess): string {
+  const root = readdirSync(stateDir).find((name) => name.startsWith(SESSION_PREFIX));
+  return join(stateDir, root as string, 'tmp');
+}
 
 async function firstLines(proc: SandboxProcess, count: number): Promise<number[]> {
   let out = '';

@@ -1,18 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   adaptChildProcess,
   armTtl,
   type ChildSandboxProcess,
+  defaultPinLockFile,
   type ExecOptions,
   type KillSignal,
   type Logger,
+  type PrepareOptions,
+  pinNpxSpec,
   type Sandbox,
   SandboxFailureError,
   type SandboxSpec,
 } from '@mcpsandbox/core';
 import { type NetGrant, parseGrant } from '@mcpsandbox/egress';
-import { commandBinds, locateCommand, ownFiles, type StateDirs } from '@mcpsandbox/host-side';
+import {
+  type Bind,
+  commandBinds,
+  locateCommand,
+  type NpxCacheOptions,
+  ownFiles,
+  prepareNpx,
+  type StateDirs,
+} from '@mcpsandbox/host-side';
 import { SeatbeltDenials, watchDenials } from '../log/watch.js';
 import type { DylibClosure } from '../profile/dylib-closure.js';
 import { generateProfile } from '../profile/generate.js';
@@ -29,6 +41,7 @@ export interface SeatbeltSandboxConfig {
   readonly stateDir: string;
   readonly state?: StateDirs;
   readonly autoMount: boolean;
+  readonly npm: NpxCacheOptions;
   readonly trust: { readonly env: Readonly<Record<string, string>>; readonly files: readonly string[] };
   /** The sandbox-exec to run (a stand-in only in the lifecycle tests off macOS). */
   readonly sandboxExec: string;
@@ -37,6 +50,30 @@ export interface SeatbeltSandboxConfig {
   /** Whether to read the unified log for denials (macOS). */
   readonly watchLog: boolean;
   readonly logger: Logger;
+}
+
+interface Spawn {
+  readonly command: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** This process's own grants (an install step); absent: the session's. */
+  readonly network?: readonly NetGrant[];
+  readonly readOnly: readonly string[];
+  readonly readWrite: readonly string[];
+  /** The home this process gets (a throwaway one for an install step). */
+  readonly home: string;
+  readonly cwd?: string;
+}
+
+/** Inside paths (a bind's dest) to the host paths they stand for: Seatbelt shows paths in place. */
+export function translate(argv: readonly string[], binds: readonly Bind[]): string[] {
+  return argv.map((arg) => {
+    for (const bind of binds) {
+      if (bind.dest === bind.source) continue;
+      if (arg === bind.dest) return bind.source;
+      if (arg.startsWith(`${bind.dest}/`)) return bind.source + arg.slice(bind.dest.length);
+    }
+    return arg;
+  });
 }
 
 /** Roots whose files an own-files auto-mount may show (the host's data, hidden by default). */
@@ -57,6 +94,10 @@ export class SeatbeltSandbox implements Sandbox {
   readonly #groups = new Set<number>();
   readonly #live = new Set<ChildSandboxProcess>();
   readonly #denials: SeatbeltDenials;
+  /** The server's installed package (npx), read-only for every later exec. */
+  readonly #installed: string[] = [];
+  /** Paths the prepared command names inside, mapped to where they are on the host. */
+  readonly #translate: Bind[] = [];
   readonly #disarmTtl: () => void;
   #log: { kill(): void } | undefined;
   #closing: Promise<void> | undefined;
@@ -87,7 +128,7 @@ export class SeatbeltSandbox implements Sandbox {
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<ChildSandboxProcess> {
     this.#assertOpen();
-    const { spec, hostEnv, logger } = this.#config;
+    const { spec, logger } = this.#config;
     const setup = options.purpose === 'setup';
     const own =
       this.#config.autoMount && !setup
@@ -99,43 +140,86 @@ export class SeatbeltSandbox implements Sandbox {
       );
       spec.onEvent?.({ type: 'auto-mount', path: bind.source });
     }
-    const argv = own?.command ?? command;
-    const [name, ...args] = argv;
-    if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
-    const cwd = options.cwd ?? this.#root.home;
-    const found = locateCommand(name, hostEnv.PATH, cwd);
-    if (found === undefined)
-      throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
-    // An install step's own grants (a registry) get a proxy of their own, for that process only.
-    const grants = options.network ? options.network.allow.map(parseGrant) : this.#config.grants;
-    const egress = options.network ? await SessionEgress.open(grants, logger, spec.onEvent) : this.#egress;
     const mounts = setup ? [] : (spec.mounts ?? []);
-    const runtime = [...commandBinds(found, ['/']).binds, ...commandBinds(process.execPath, ['/']).binds].map(
-      (b) => b.source,
-    );
-    const closure = this.#config.closure(found);
-    const profile = generateProfile({
-      tag: this.#tag,
-      home: this.#root.home,
-      tmp: this.#root.tmp,
-      runtime: [...runtime, found],
-      dylibDirs: closure.dirs,
-      runtimeLinks: closure.links,
+    return this.#spawn({
+      command: translate(own?.command ?? command, this.#translate),
+      env: { ...this.#config.trust.env, ...(setup ? {} : spec.env), ...options.env },
+      ...(options.network ? { network: options.network.allow.map(parseGrant) } : {}),
       readOnly: [
+        ...this.#installed,
         ...(own?.binds ?? []).map((b) => b.source),
         ...mounts.filter((m) => m.mode === 'ro').map((m) => m.hostPath),
       ],
       readWrite: mounts.filter((m) => m.mode === 'rw').map((m) => m.hostPath),
-      trustFiles: this.#config.trust.files,
-      ...(grants.length > 0 ? { proxyPort: egress.port } : {}),
+      home: this.#root.home,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
     });
-    const env = sessionEnv(this.#root, hostEnv, egress.port, {
-      ...this.#config.trust.env,
-      ...(setup ? {} : spec.env),
-      ...options.env,
+  }
+
+  /**
+   * `npx -y pkg`: the shared install step (registry only, pinned) in a throwaway home with its
+   * own install prefix as the one writable path; the server then runs from the installed
+   * package, read-only, at its host path.
+   */
+  async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
+    this.#assertOpen();
+    const { hostEnv, hostHome, logger, spec } = this.#config;
+    const result = await prepareNpx(command, options, {
+      cache: this.#config.npm,
+      runAs: undefined,
+      onEvent: spec.onEvent,
+      logger,
+      pin: (pkg, registry, trust) =>
+        pinNpxSpec(pkg, { registry, trust, lockFile: defaultPinLockFile(hostEnv, hostHome), logger }),
+      install: async (argv, binds, network, env) => {
+        const home = mkdtempSync(join(this.#root.path, 'step-'));
+        const proc = await this.#spawn({
+          command: translate(argv, binds),
+          env,
+          network: network.allow.map(parseGrant),
+          readOnly: binds.filter((b) => b.mode === 'ro').map((b) => b.source),
+          readWrite: binds.filter((b) => b.mode === 'rw').map((b) => b.source),
+          home,
+        });
+        void proc.exit.then(() => rmSync(home, { recursive: true, force: true }));
+        return proc;
+      },
     });
+    if (!result.bind) return result.command;
+    this.#installed.push(result.bind.source);
+    this.#translate.push(result.bind);
+    return translate(result.command, this.#translate);
+  }
+
+  async #spawn(plan: Spawn): Promise<ChildSandboxProcess> {
+    this.#assertOpen();
+    const { hostEnv, logger, spec } = this.#config;
+    const [name, ...args] = plan.command;
+    if (name === undefined) throw new SandboxFailureError('empty command', { code: 'E_EXEC' });
+    const cwd = plan.cwd ?? plan.home;
+    const found = locateCommand(name, hostEnv.PATH, cwd);
+    if (found === undefined)
+      throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
+    // A process with its own grants (an install step's registry) gets a proxy of its own.
+    const grants = plan.network ?? this.#config.grants;
+    const egress = plan.network ? await SessionEgress.open(grants, logger, spec.onEvent) : this.#egress;
     let proc: ChildSandboxProcess;
     try {
+      const runtime = [...commandBinds(found, ['/']).binds, ...commandBinds(process.execPath, ['/']).binds];
+      const closure = this.#config.closure(found);
+      const profile = generateProfile({
+        tag: this.#tag,
+        home: plan.home,
+        tmp: this.#root.tmp,
+        runtime: [...runtime.map((b) => b.source), found],
+        dylibDirs: closure.dirs,
+        runtimeLinks: closure.links,
+        readOnly: plan.readOnly,
+        readWrite: plan.readWrite,
+        trustFiles: this.#config.trust.files,
+        ...(grants.length > 0 ? { proxyPort: egress.port } : {}),
+      });
+      const env = sessionEnv(plan.home, this.#root.tmp, hostEnv, egress.port, plan.env);
       const child = await startSandboxed(this.#config.sandboxExec, sandboxArgv(profile, found, args), {
         env,
         cwd,
@@ -188,7 +272,8 @@ export class SeatbeltSandbox implements Sandbox {
 
 /** The whole environment of a sandboxed process: nothing of the host's but LANG. */
 function sessionEnv(
-  root: SessionRoot,
+  home: string,
+  tmp: string,
   hostEnv: Readonly<Record<string, string | undefined>>,
   port: number,
   extra: Readonly<Record<string, string>>,
@@ -196,8 +281,8 @@ function sessionEnv(
   const proxy = `http://127.0.0.1:${port}`;
   return {
     PATH: ['/usr/local/bin', '/opt/homebrew/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'].join(':'),
-    HOME: root.home,
-    TMPDIR: root.tmp,
+    HOME: home,
+    TMPDIR: tmp,
     LANG: hostEnv.LANG || 'C.UTF-8',
     HTTP_PROXY: proxy,
     HTTPS_PROXY: proxy,
