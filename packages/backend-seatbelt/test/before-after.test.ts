@@ -33,6 +33,8 @@ describe('before and after: srt’s goldens and ours, asked the issue’s questi
     const text = table();
     if (process.env.UPDATE_GOLDEN || !existsSync(TABLE)) writeFileSync(TABLE, text);
     expect(text).toBe(readFileSync(TABLE, 'utf8'));
+    // The package README shows the same table.
+    expect(readFileSync(new URL('../README.md', import.meta.url), 'utf8')).toContain(text.trim());
   });
 
   it('srt’s profile allows what the issue says it allows (the evaluator reads it as the issue does)', () => {
