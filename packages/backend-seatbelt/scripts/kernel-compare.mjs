@@ -117,7 +117,11 @@ for (const path of reads) check('read ', 'file-read-data', path, ['/bin/cat', pa
 for (const path of writes) check('write', 'file-write-create', path, ['/usr/bin/touch', path]);
 // A hard link in the home to a file outside would give it a readable name: the kernel must refuse.
 check('link ', 'file-link', secret, ['/bin/ln', secret, join(plan.home, 'hardlink')]);
-check('link ', 'file-link', join(mount, 'file.txt'), ['/bin/ln', join(mount, 'file.txt'), join(plan.home, 'hardlink2')]);
+check('link ', 'file-link', join(mount, 'file.txt'), [
+  '/bin/ln',
+  join(mount, 'file.txt'),
+  join(plan.home, 'hardlink2'),
+]);
 
 rmSync(base, { recursive: true, force: true });
 rmSync(mount, { recursive: true, force: true });
