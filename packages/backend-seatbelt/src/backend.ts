@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { realpathSync } from 'node:fs';
+import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import {
   type BackendFactoryOptions,
@@ -50,6 +50,8 @@ export const SEATBELT_FACTS = {
 
 /** The dylib closure with the machine's otool (Command Line Tools, which Homebrew requires). */
 function otoolClosure(binary: string): DylibClosure {
+  // A script (`#!…`) has no load commands: its interpreter's closure is asked for separately.
+  if (!isMachO(binary)) return { dirs: [], links: [] };
   try {
     return dylibClosure(binary, {
       otoolL: (path) => execFileSync('/usr/bin/otool', ['-L', path], { encoding: 'utf8', timeout: 10_000 }),
@@ -59,6 +61,22 @@ function otoolClosure(binary: string): DylibClosure {
     if ((error as { code?: string }).code === 'E_SEATBELT_PATH') throw error;
     // No otool (no Command Line Tools): a node from nodejs.org or nvm links system libraries only.
     return { dirs: [], links: [] };
+  }
+}
+
+/** Mach-O (thin or fat) by its magic number; anything else is not a binary otool can read. */
+function isMachO(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(4);
+    if (readSync(fd, head, 0, 4, 0) < 4) return false;
+    const magic = head.readUInt32BE(0);
+    return [0xfeedface, 0xfeedfacf, 0xcefaedfe, 0xcffaedfe, 0xcafebabe, 0xbebafeca].includes(magic);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   adaptChildProcess,
   armTtl,
@@ -206,7 +206,9 @@ export class SeatbeltSandbox implements Sandbox {
     let proc: ChildSandboxProcess;
     try {
       const runtime = [...commandBinds(found, ['/']).binds, ...commandBinds(process.execPath, ['/']).binds];
-      const closure = this.#config.closure(found);
+      // The command's libraries and those of the node that runs `#!/usr/bin/env node` scripts.
+      const closures = [found, process.execPath].map((binary) => this.#config.closure(binary));
+      const closure = { dirs: closures.flatMap((c) => c.dirs), links: closures.flatMap((c) => c.links) };
       const profile = generateProfile({
         tag: this.#tag,
         home: plan.home,
@@ -280,7 +282,16 @@ function sessionEnv(
 ): Record<string, string> {
   const proxy = `http://127.0.0.1:${port}`;
   return {
-    PATH: ['/usr/local/bin', '/opt/homebrew/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'].join(':'),
+    // Our own node first: `#!/usr/bin/env node` finds the runtime whose libraries the profile allows.
+    PATH: [
+      dirname(process.execPath),
+      '/usr/local/bin',
+      '/opt/homebrew/bin',
+      '/usr/bin',
+      '/bin',
+      '/usr/sbin',
+      '/sbin',
+    ].join(':'),
     HOME: home,
     TMPDIR: tmp,
     LANG: hostEnv.LANG || 'C.UTF-8',
