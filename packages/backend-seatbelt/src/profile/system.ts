@@ -21,6 +21,9 @@ export const SYSTEM_READ_ROOTS: readonly string[] = [
   '/private/var/db/timezone',
   // Rosetta's runtime, for an x86_64 node on Apple silicon.
   '/Library/Apple/usr/libexec/oah',
+  // /usr/bin/python3 and git are shims that run the Command Line Tools' copies (Apple's, no user data).
+  '/Library/Developer/CommandLineTools/usr',
+  '/Library/Developer/CommandLineTools/Library/Frameworks',
 ];
 
 /** Single files under /private/etc that a resolver, TLS and libc read. */
@@ -32,6 +35,8 @@ export const SYSTEM_READ_FILES: readonly string[] = [
   '/private/etc/ssl/cert.pem',
   '/private/etc/ssl/openssl.cnf',
   '/private/var/run/resolv.conf',
+  // Which developer directory the /usr/bin shims use.
+  '/private/var/db/xcode_select_link',
 ];
 
 /** Devices a server reads and writes as data (never a terminal, disk or packet filter). */
