@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { generateProfile } from '../src/profile/generate.js';
 import { profilePath, type SeatbeltPlan } from '../src/profile/plan.js';
-import { DEVICE_FILES, MACH_ALLOWLIST, OWN_FD_PATHS } from '../src/profile/system.js';
+import { DEVICE_FILES, MACH_ALLOWLIST, OWN_FD_PATHS, SYSTEM_READ_ROOTS } from '../src/profile/system.js';
 import { decide, parseProfile } from '../src/sbpl/evaluate.js';
 import { basePlan, HOST_HOME, type PlanName, plans } from './plans.js';
 
@@ -27,6 +27,8 @@ const dataRoots = [
   '/private/var/root',
   '/Volumes/Backup',
   '/Library',
+  '/Library/Developer',
+  '/Library/Apple',
   '/opt/homebrew/var',
   '/opt/homebrew/etc',
   '/usr/local/var',
