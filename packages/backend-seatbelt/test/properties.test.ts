@@ -54,6 +54,8 @@ const devicePath = fc
 /** What the plan says may be read, computed from the plan, not from the profile. */
 function planReads(plan: SeatbeltPlan, path: string): boolean {
   if (path.startsWith('/System/Volumes/Data/') || /^\/dev\/(tty|pty|bpf|[^/]*disk)/.test(path)) return false;
+  // Apple's runtime trees that sit under /Library (Rosetta, the Command Line Tools) are the system's.
+  if (SYSTEM_READ_ROOTS.some((root) => inside(path, root))) return true;
   const roots = [
     plan.home,
     plan.tmp,
