@@ -133,13 +133,15 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
       const trust = tlsTrust ? planTlsTrust(hostEnv, ['/Users', '/Volumes', '/private']) : undefined;
       for (const note of trust?.notes ?? []) logger.warn(note);
+      const state = stateName ? openState(stateRoot, stateName, undefined) : undefined;
+      // A start that fails after taking the --state lock gives it back.
       return SeatbeltSandbox.open({
         spec,
         grants,
         hostEnv,
         hostHome: home,
         stateDir,
-        ...(stateName ? { state: openState(stateRoot, stateName, undefined) } : {}),
+        ...(state ? { state } : {}),
         autoMount: settings.autoMount !== 'false',
         npm,
         trust: {
@@ -150,6 +152,9 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
         closure: platform === 'darwin' ? otoolClosure : () => ({ dirs: [], links: [] }),
         watchLog: platform === 'darwin',
         logger,
+      }).catch((error: unknown) => {
+        state?.release();
+        throw error;
       });
     },
   };

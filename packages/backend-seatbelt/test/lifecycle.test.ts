@@ -173,6 +173,22 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     expect(decide(profile, { op: 'file-write-data', path: installed }).action).toBe('deny');
   }, 120_000);
 
+  it('a start that fails gives the --state claim back', async () => {
+    const settings = { state: 'notes', stateRoot: join(stateDir, 'states') };
+    const hostEnv = { PATH: process.env.PATH, HOME: stateDir };
+    const broken = createSeatbeltBackend({
+      platform: 'darwin',
+      sandboxExec: STANDIN,
+      stateDir: join(stateDir, 'missing'),
+      hostEnv,
+      settings,
+    });
+    await expect(broken.create({ sessionId: 'a', env: {}, ttlMs: 60_000 })).rejects.toThrow();
+    // The state's claim (which keeps `state rm` away while a session uses it) is gone again.
+    const claims = readdirSync(join(stateDir, 'states', 'notes')).filter((name) => name !== 'home');
+    expect(claims).toEqual([]);
+  });
+
   it('refuses to start off macOS without a sandbox-exec', async () => {
     const backend = createSeatbeltBackend({ platform: 'linux', stateDir });
     await expect(backend.create({ sessionId: 'x', env: {}, ttlMs: 1000 })).rejects.toMatchObject({
