@@ -21,6 +21,7 @@ import {
 import { psTable } from './engine/processes.js';
 import { SeatbeltSandbox } from './engine/sandbox.js';
 import { isAlive, sweepAbandoned } from './engine/session-root.js';
+import { type SeatbeltDenials, watchDenials } from './log/watch.js';
 import { type DylibClosure, dylibClosure } from './profile/dylib-closure.js';
 import { profilePath } from './profile/plan.js';
 
@@ -38,6 +39,11 @@ export interface SeatbeltBackendOptions extends BackendFactoryOptions {
    * give another: a stand-in that enforces nothing, to drive teardown and the sweep on Linux.
    */
   readonly sandboxExec?: string;
+  /**
+   * Where the session's denials are read from (default: `log stream` on macOS). Only the tests
+   * off macOS give another, to feed recorded log lines.
+   */
+  readonly denialSource?: (reporter: SeatbeltDenials, tag: string) => { kill(): void } | undefined;
 }
 
 /** What the isolation line, `doctor` and `--require-isolation os` say this engine enforces. */
@@ -150,7 +156,7 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
         },
         sandboxExec: options.sandboxExec ?? '/usr/bin/sandbox-exec',
         closure: platform === 'darwin' ? otoolClosure : () => ({ dirs: [], links: [] }),
-        watchLog: platform === 'darwin',
+        watchLog: options.denialSource ?? (platform === 'darwin' ? watchDenials : () => undefined),
         logger,
       }).catch((error: unknown) => {
         state?.release();

@@ -189,6 +189,38 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     expect(claims).toEqual([]);
   });
 
+  it('a server that dies after a refusal is told so, with the refusal and the grant', async () => {
+    const warnings: string[] = [];
+    const logger = { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} };
+    const backend = createSeatbeltBackend({
+      platform: 'darwin',
+      sandboxExec: STANDIN,
+      stateDir,
+      hostEnv: { PATH: process.env.PATH, HOME: stateDir },
+      logger,
+      // The unified log as macOS prints it for this session's tag (recorded shape).
+      denialSource: (reporter, tag) => {
+        const event = {
+          eventMessage: `Sandbox: node(4242) deny(1) file-read-data /Users/alice/data/in.csv\nmcp-sandbox:${tag}`,
+        };
+        reporter.push(`${JSON.stringify(event)}\n`);
+        return { kill() {} };
+      },
+    });
+    const sandbox = await backend.create({ sessionId: 'refused', env: {}, ttlMs: 60_000 });
+    open.push(sandbox);
+    const proc = await sandbox.exec([process.execPath, '-e', 'process.exit(1)']);
+    expect((await proc.exit).code).toBe(1);
+    for (let i = 0; i < 100 && !warnings.some((w) => w.includes('exited after')); i++)
+      await new Promise((d) => setTimeout(d, 100));
+    expect(warnings).toContain(
+      'mcp-sandbox: macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
+    );
+    expect(warnings.find((w) => w.includes('exited after'))).toBe(
+      'mcp-sandbox: the server exited after 1 macOS sandbox refusal(s); the first: macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
+    );
+  });
+
   it('refuses to start off macOS without a sandbox-exec', async () => {
     const backend = createSeatbeltBackend({ platform: 'linux', stateDir });
     await expect(backend.create({ sessionId: 'x', env: {}, ttlMs: 1000 })).rejects.toMatchObject({

@@ -25,7 +25,8 @@ import {
   prepareNpx,
   type StateDirs,
 } from '@mcpsandbox/host-side';
-import { SeatbeltDenials, watchDenials } from '../log/watch.js';
+import { denialLine } from '../log/denials.js';
+import { SeatbeltDenials } from '../log/watch.js';
 import type { DylibClosure } from '../profile/dylib-closure.js';
 import { generateProfile } from '../profile/generate.js';
 import { SessionEgress } from './egress.js';
@@ -47,8 +48,8 @@ export interface SeatbeltSandboxConfig {
   readonly sandboxExec: string;
   /** The runtime's dylib closure (otool on macOS). */
   readonly closure: (binary: string) => DylibClosure;
-  /** Whether to read the unified log for denials (macOS). */
-  readonly watchLog: boolean;
+  /** Starts reading this session's denials (the unified log on macOS) into the reporter. */
+  readonly watchLog: (reporter: SeatbeltDenials, tag: string) => { kill(): void } | undefined;
   readonly logger: Logger;
 }
 
@@ -75,6 +76,9 @@ export function translate(argv: readonly string[], binds: readonly Bind[]): stri
     return arg;
   });
 }
+
+/** How long after an exit the log's last lines are waited for. */
+const REFUSAL_GRACE_MS = 500;
 
 /** Roots whose files an own-files auto-mount may show (the host's data, hidden by default). */
 const DATA_ROOTS = ['/Users', '/Volumes', '/private', '/opt', '/usr/local', '/Library', '/nix'];
@@ -107,7 +111,7 @@ export class SeatbeltSandbox implements Sandbox {
     this.#egress = egress;
     this.#root = makeSessionRoot(config.stateDir, config.state?.home);
     this.#denials = new SeatbeltDenials(this.#tag, config.logger, config.spec.onEvent);
-    if (config.watchLog) this.#log = watchDenials(this.#denials, this.#tag);
+    this.#log = config.watchLog(this.#denials, this.#tag);
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
   }
 
@@ -241,9 +245,27 @@ export class SeatbeltSandbox implements Sandbox {
     const signal = (sig: KillSignal) => signalAll([pgid], sessionProcesses(psTable(), new Set([pgid])), sig);
     const proc = adaptChildProcess(child, { signal });
     this.#live.add(proc);
-    void proc.exit.then(() => this.#live.delete(proc));
+    void proc.exit.then((status) => {
+      this.#live.delete(proc);
+      if (status.code !== 0 && !this.#closing) this.#sayIfRefused();
+    });
     if (this.#closing) void proc.kill('SIGKILL');
     return proc;
+  }
+
+  /**
+   * A server that died after Seatbelt refused it something: say so, naming the first refusal,
+   * rather than leave only "exited before answering". The log's lines trail the exit a little.
+   */
+  #sayIfRefused(): void {
+    setTimeout(() => {
+      const first = this.#denials.denials[0];
+      if (!first) return;
+      const count = this.#denials.denials.length;
+      this.#config.logger.warn(
+        `mcp-sandbox: the server exited after ${count} macOS sandbox refusal(s); the first: ${denialLine(first).replace(/^mcp-sandbox: /, '')}`,
+      );
+    }, REFUSAL_GRACE_MS).unref();
   }
 
   #assertOpen(): void {
