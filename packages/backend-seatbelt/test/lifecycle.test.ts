@@ -119,17 +119,41 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     orphan.unref();
     const root = join(stateDir, `${SESSION_PREFIX}Left01`);
     mkdirSync(join(root, 'home'), { recursive: true, mode: 0o700 });
-    writeFileSync(join(root, OWNER_FILE), `${dead.pid} ${orphan.pid}`);
+    const start = psTable().find((row) => row.pid === orphan.pid)?.start;
+    writeFileSync(join(root, OWNER_FILE), `${dead.pid} ${orphan.pid}@${start}`);
     expect(alive(orphan.pid as number)).toBe(true);
     await session();
     expect(existsSync(root)).toBe(false);
     expect(await untilGone([orphan.pid as number])).toBe(true);
   });
 
+  it('the sweep leaves a process that got a recorded group id again (its start time differs)', async () => {
+    const dead = spawn(process.execPath, ['-e', '0']);
+    await new Promise((done) => dead.once('exit', done));
+    const stranger = spawn('/bin/sh', ['-c', 'sleep 300'], { detached: true, stdio: 'ignore' });
+    stranger.unref();
+    try {
+      const start = psTable().find((row) => row.pid === stranger.pid)?.start as number;
+      const root = join(stateDir, `${SESSION_PREFIX}Reused`);
+      mkdirSync(root, { mode: 0o700 });
+      writeFileSync(join(root, OWNER_FILE), `${dead.pid} ${stranger.pid}@${start - 3600}`);
+      await session();
+      expect(existsSync(root)).toBe(false);
+      await new Promise((done) => setTimeout(done, 500));
+      expect(alive(stranger.pid as number)).toBe(true);
+    } finally {
+      try {
+        process.kill(-(stranger.pid as number), 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  });
+
   it('a session whose owner lives, or a forged owner file, is left alone', async () => {
     const root = join(stateDir, `${SESSION_PREFIX}Live01`);
     mkdirSync(root, { mode: 0o700 });
-    writeFileSync(join(root, OWNER_FILE), `${process.pid} 1`);
+    writeFileSync(join(root, OWNER_FILE), `${process.pid} 1@0`);
     const forged = join(stateDir, `${SESSION_PREFIX}Forged`);
     mkdirSync(forged, { mode: 0o700 });
     writeFileSync(join(forged, OWNER_FILE), '999999999 -1 1');

@@ -1,21 +1,30 @@
 import { execFileSync } from 'node:child_process';
 import type { KillSignal } from '@mcpsandbox/core';
 
-/** One row of `ps -axo pid=,ppid=,pgid=`. */
+/** One row of `ps -axo pid=,ppid=,pgid=,lstart=`. */
 export interface PsRow {
   readonly pid: number;
   readonly ppid: number;
   readonly pgid: number;
+  /** When it started, in whole seconds (`lstart`), when ps said. */
+  readonly start?: number;
 }
 
-/** Parses `ps -axo pid=,ppid=,pgid=`; lines that are not three numbers are skipped. */
+const ROW = /^\s*(\d{1,10})\s+(\d{1,10})\s+(\d{1,10})(?:\s+(\S.*))?$/;
+
+/** Parses `ps -axo pid=,ppid=,pgid=,lstart=` (C locale); other lines are skipped. */
 export function parsePs(text: string): PsRow[] {
   const rows: PsRow[] = [];
   for (const line of text.split('\n')) {
-    const fields = line.trim().split(/\s+/);
-    if (fields.length !== 3 || !fields.every((f) => /^\d{1,10}$/.test(f))) continue;
-    const [pid, ppid, pgid] = fields.map(Number) as [number, number, number];
-    rows.push({ pid, ppid, pgid });
+    const match = ROW.exec(line);
+    if (!match) continue;
+    const started = match[4] === undefined ? Number.NaN : Date.parse(match[4]) / 1000;
+    rows.push({
+      pid: Number(match[1]),
+      ppid: Number(match[2]),
+      pgid: Number(match[3]),
+      ...(Number.isFinite(started) ? { start: started } : {}),
+    });
   }
   return rows;
 }
@@ -23,10 +32,37 @@ export function parsePs(text: string): PsRow[] {
 /** Every live process (macOS and Linux `ps` take the same flags); empty when ps fails. */
 export function psTable(): PsRow[] {
   try {
-    return parsePs(execFileSync('ps', ['-axo', 'pid=,ppid=,pgid='], { encoding: 'latin1', timeout: 5_000 }));
+    const text = execFileSync('ps', ['-axo', 'pid=,ppid=,pgid=,lstart='], {
+      encoding: 'latin1',
+      timeout: 5_000,
+      env: { ...process.env, LC_ALL: 'C' },
+    });
+    return parsePs(text);
   } catch {
     return [];
   }
+}
+
+/** A process group as a session records it: its id and its leader's start time. */
+export interface GroupRecord {
+  readonly pgid: number;
+  readonly start: number;
+}
+
+/**
+ * The recorded groups that are still the session's. A group id is its leader's pid: while the
+ * leader lives with the recorded start time, or is gone and members remain (the id cannot be
+ * reused while the group exists), the group is the session's; a leader with another start time
+ * is a stranger that got the pid again.
+ */
+export function ownGroups(rows: readonly PsRow[], records: readonly GroupRecord[]): Set<number> {
+  const own = new Set<number>();
+  for (const record of records) {
+    const leader = rows.find((row) => row.pid === record.pgid);
+    if (leader && leader.start !== record.start) continue;
+    own.add(record.pgid);
+  }
+  return own;
 }
 
 /**

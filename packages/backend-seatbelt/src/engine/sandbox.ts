@@ -31,7 +31,7 @@ import type { DylibClosure } from '../profile/dylib-closure.js';
 import { generateProfile } from '../profile/generate.js';
 import { SessionEgress } from './egress.js';
 import { sandboxArgv, startSandboxed } from './launch.js';
-import { psTable, sessionProcesses, signalAll } from './processes.js';
+import { type GroupRecord, psTable, sessionProcesses, signalAll } from './processes.js';
 import { makeSessionRoot, type SessionRoot, writeOwner } from './session-root.js';
 
 export interface SeatbeltSandboxConfig {
@@ -96,6 +96,8 @@ export class SeatbeltSandbox implements Sandbox {
   readonly #egress: SessionEgress;
   readonly #tag = this.id.replace(/[^A-Za-z0-9_-]/g, '');
   readonly #groups = new Set<number>();
+  /** The groups with their leaders' start times, for the owner file a later sweep reads. */
+  readonly #records: GroupRecord[] = [];
   readonly #live = new Set<ChildSandboxProcess>();
   readonly #denials: SeatbeltDenials;
   /** The server's installed package (npx), read-only for every later exec. */
@@ -241,7 +243,10 @@ export class SeatbeltSandbox implements Sandbox {
 
   #adopt(pgid: number, child: Parameters<typeof adaptChildProcess>[0]): ChildSandboxProcess {
     this.#groups.add(pgid);
-    writeOwner(this.#root.path, this.#groups);
+    const start = psTable().find((row) => row.pid === pgid)?.start;
+    // A leader ps could not see (gone already) is not recorded: a sweep could not tell it from a stranger.
+    if (start !== undefined) this.#records.push({ pgid, start });
+    writeOwner(this.#root.path, this.#records);
     const signal = (sig: KillSignal) => signalAll([pgid], sessionProcesses(psTable(), new Set([pgid])), sig);
     const proc = adaptChildProcess(child, { signal });
     this.#live.add(proc);

@@ -14,14 +14,14 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { type PsRow, sessionProcesses, signalAll } from './processes.js';
+import { type GroupRecord, ownGroups, type PsRow, sessionProcesses, signalAll } from './processes.js';
 
 // host-side's no-follow helpers work through /proc/self/fd, which macOS lacks. Here the host
 // owns every directory it touches by path (the session root is 0700 and not in the profile's
 // writable set: only home/ and tmp/ inside it are), and opens the owner file with O_NOFOLLOW.
 
 export const SESSION_PREFIX = 'mcp-sandbox-sb-';
-/** Who owns a session root: `<owner pid> <pgid>…`, rewritten by the host as processes start. */
+/** Who owns a session root: `<owner pid> <pgid>@<leader start>…`, rewritten as processes start. */
 export const OWNER_FILE = '.owner';
 
 export interface SessionRoot {
@@ -43,9 +43,10 @@ export function makeSessionRoot(stateDir: string, home?: string): SessionRoot {
 }
 
 /** Records the process groups a session started (atomically), so that a later start can end them. */
-export function writeOwner(root: string, groups: Iterable<number>): void {
+export function writeOwner(root: string, groups: Iterable<GroupRecord>): void {
   const next = join(root, `${OWNER_FILE}.next`);
-  writeFileSync(next, [process.pid, ...groups].join(' '), { mode: 0o600, flag: 'w' });
+  const text = [String(process.pid), ...[...groups].map((g) => `${g.pgid}@${g.start}`)].join(' ');
+  writeFileSync(next, text, { mode: 0o600, flag: 'w' });
   renameSync(next, join(root, OWNER_FILE));
 }
 
@@ -84,11 +85,16 @@ export function sweepAbandoned(
       const stat = lstatSync(root);
       if (!stat.isDirectory() || stat.uid !== uid || (stat.mode & 0o022) !== 0) continue;
       const text = readOwner(root);
-      if (!/^[1-9]\d{0,9}( [1-9]\d{0,9}){0,64}$/.test(text)) continue;
-      const [owner, ...groups] = text.split(' ').map(Number) as [number, ...number[]];
-      if (alive(owner)) continue;
-      const group = new Set(groups);
-      signalAll(group, sessionProcesses(ps(), group), 'SIGKILL');
+      if (!/^[1-9]\d{0,9}( [1-9]\d{0,9}@\d{1,12}){0,64}$/.test(text)) continue;
+      const [owner, ...groups] = text.split(' ') as [string, ...string[]];
+      if (alive(Number(owner))) continue;
+      const records = groups.map((g) => {
+        const [pgid, start] = g.split('@').map(Number) as [number, number];
+        return { pgid, start };
+      });
+      const rows = ps();
+      const own = ownGroups(rows, records);
+      signalAll(own, sessionProcesses(rows, own), 'SIGKILL');
       rmSync(root, { recursive: true, force: true });
       swept++;
     } catch {
