@@ -31,7 +31,14 @@ import type { DylibClosure } from '../profile/dylib-closure.js';
 import { generateProfile } from '../profile/generate.js';
 import { SessionEgress } from './egress.js';
 import { sandboxArgv, startSandboxed } from './launch.js';
-import { type GroupRecord, psTable, sessionProcesses, signalAll } from './processes.js';
+import {
+  type GroupRecord,
+  ownGroups,
+  type PsRow,
+  psTable,
+  sessionProcesses,
+  signalAll,
+} from './processes.js';
 import { makeSessionRoot, type SessionRoot, writeOwner } from './session-root.js';
 
 export interface SeatbeltSandboxConfig {
@@ -98,6 +105,8 @@ export class SeatbeltSandbox implements Sandbox {
   readonly #groups = new Set<number>();
   /** The groups with their leaders' start times, for the owner file a later sweep reads. */
   readonly #records: GroupRecord[] = [];
+  /** Leaders not yet reaped: their pid, so their group id, cannot have been given to another. */
+  readonly #unreaped = new Set<number>();
   readonly #live = new Set<ChildSandboxProcess>();
   readonly #denials: SeatbeltDenials;
   /** The server's installed package (npx), read-only for every later exec. */
@@ -243,11 +252,17 @@ export class SeatbeltSandbox implements Sandbox {
 
   #adopt(pgid: number, child: Parameters<typeof adaptChildProcess>[0]): ChildSandboxProcess {
     this.#groups.add(pgid);
+    this.#unreaped.add(pgid);
+    child.once('exit', () => this.#unreaped.delete(pgid));
     const start = psTable().find((row) => row.pid === pgid)?.start;
     // A leader ps could not see (gone already) is not recorded: a sweep could not tell it from a stranger.
     if (start !== undefined) this.#records.push({ pgid, start });
     writeOwner(this.#root.path, this.#records);
-    const signal = (sig: KillSignal) => signalAll([pgid], sessionProcesses(psTable(), new Set([pgid])), sig);
+    const signal = (sig: KillSignal) => {
+      const rows = psTable();
+      const own = this.#ownGroups(rows, [pgid]);
+      signalAll(own, sessionProcesses(rows, own), sig);
+    };
     const proc = adaptChildProcess(child, { signal });
     this.#live.add(proc);
     void proc.exit.then((status) => {
@@ -273,6 +288,21 @@ export class SeatbeltSandbox implements Sandbox {
     }, REFUSAL_GRACE_MS).unref();
   }
 
+  /**
+   * Of these group ids, the ones still this session's: a group whose leader ps could not time
+   * at start is signalled only while that child has not been reaped (its id is then still ours).
+   */
+  #ownGroups(rows: readonly PsRow[], pgids: Iterable<number>): Set<number> {
+    const wanted = new Set(pgids);
+    const own = ownGroups(
+      rows,
+      this.#records.filter((record) => wanted.has(record.pgid)),
+    );
+    for (const pgid of wanted)
+      if (!this.#records.some((r) => r.pgid === pgid) && this.#unreaped.has(pgid)) own.add(pgid);
+    return own;
+  }
+
   #assertOpen(): void {
     if (this.#closing) throw new SandboxFailureError('sandbox is closed', { code: 'E_SANDBOX_CLOSED' });
   }
@@ -286,8 +316,10 @@ export class SeatbeltSandbox implements Sandbox {
   async #shutdown(): Promise<void> {
     this.#disarmTtl();
     for (let round = 0; round < 3; round++) {
-      const left = sessionProcesses(psTable(), this.#groups);
-      signalAll(this.#groups, left, 'SIGKILL');
+      const rows = psTable();
+      const own = this.#ownGroups(rows, this.#groups);
+      const left = sessionProcesses(rows, own);
+      signalAll(own, left, 'SIGKILL');
       if (left.length === 0) break;
       await new Promise((done) => setTimeout(done, 50));
     }
