@@ -9,17 +9,21 @@ export const builtInBackends: BackendRegistry = {
   local: {
     isolation: 'os',
     summary:
-      "OS sandbox on this machine: bubblewrap on Linux (default), srt's Seatbelt on macOS, srt on Windows",
+      'OS sandbox on this machine: bubblewrap on Linux (default), our own Seatbelt profile on macOS, srt on Windows',
     ignores: ['--template'],
     // One config works on every OS: `local` is whatever OS sandbox this machine has. The binary
     // may have started the sandbox already (early-start.ts): the backend takes it if it is this one.
+    // On macOS it is the seatbelt engine (its own profile, see backend-seatbelt); srt stays an
+    // explicit `--backend srt`.
     create: async (options) =>
       process.platform === 'linux'
         ? (await import('@mcpsandbox/backend-local')).createLocalBackend({
             ...options,
             takeEarlyStart: takeEarlyLocalStart,
           })
-        : (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
+        : process.platform === 'darwin'
+          ? (await import('@mcpsandbox/backend-seatbelt')).createSeatbeltBackend(options)
+          : (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
   },
   srt: {
     isolation: 'os',

@@ -12,7 +12,7 @@ export function doctorSetup(): DoctorSetup {
     host,
     // The same probe `local` runs at start: doctor's verdict and the backend's cannot disagree.
     backendProbes: {
-      // `local` is srt off Linux: its engine here, or what is missing (on Windows, with the install command).
+      // `local` is seatbelt on macOS and srt on Windows: its engine here, or what is missing.
       local:
         process.platform === 'linux'
           ? backendProbeFrom(
@@ -20,10 +20,15 @@ export function doctorSetup(): DoctorSetup {
               (found) =>
                 `bubblewrap ${found.bwrapVersion}${found.runAs ? `, runs as uid ${found.runAs.uid}` : ''}`,
             )
-          : backendProbeFrom(
-              async () => (await import('@mcpsandbox/backend-srt')).probeSrt(),
-              (found) => `${found.engine}, sandbox-runtime ${found.version}`,
-            ),
+          : process.platform === 'darwin'
+            ? backendProbeFrom(
+                async () => (await import('@mcpsandbox/backend-seatbelt')).probeSeatbelt(),
+                (found) => `${found.engine} on ${found.version}; ${found.gaps}`,
+              )
+            : backendProbeFrom(
+                async () => (await import('@mcpsandbox/backend-srt')).probeSrt(),
+                (found) => `${found.engine}, sandbox-runtime ${found.version}`,
+              ),
       e2b: envKeyBackendProbe(host, 'E2B_API_KEY', 'export E2B_API_KEY=<key from your E2B dashboard>'),
       none: async () => ({ usable: true, summary: 'always available (no isolation)' }),
       fake: async () => ({ usable: true, summary: 'always available (in memory, for tests)' }),

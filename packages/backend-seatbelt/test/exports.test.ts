@@ -1,0 +1,30 @@
+import { expect, it } from 'vitest';
+import * as api from '../src/index.js';
+
+it('pins the public exports of @mcpsandbox/backend-seatbelt', () => {
+  expect(Object.keys(api).sort()).toEqual([
+    'MACH_ALLOWLIST',
+    'SEATBELT_FACTS',
+    'SbplSyntaxError',
+    'SeatbeltPathError',
+    'TAG_PREFIX',
+    'createBackend',
+    'createSeatbeltBackend',
+    'decide',
+    'denialLine',
+    'dylibClosure',
+    'generateProfile',
+    'grantFor',
+    'logStreamArgs',
+    'parseDenialLine',
+    'parseOtoolL',
+    'parseProfile',
+    'probeSeatbelt',
+    'profilePath',
+    'sbplString',
+  ]);
+});
+
+it('probeSeatbelt refuses off macOS with a typed error', async () => {
+  await expect(api.probeSeatbelt('linux')).rejects.toMatchObject({ code: 'E_SEATBELT_UNAVAILABLE' });
+});
