@@ -133,6 +133,8 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
       const npm: NpxCacheOptions = {
         cacheRoot: options.npmCacheDir ?? settings.npmCacheDir ?? defaultNpmCache(hostEnv, home, false),
         hostEnv,
+        // `--project-npmrc`: a project .npmrc may choose npm's settings (else the user's own only).
+        ...(settings.projectNpmrc === 'on' ? { projectNpmrc: true } : {}),
         ...(installHosts.length > 0 ? { installHosts } : {}),
         ...(registry ? { registry } : {}),
       };

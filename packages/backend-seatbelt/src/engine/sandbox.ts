@@ -10,7 +10,7 @@ import {
   type KillSignal,
   type Logger,
   type PrepareOptions,
-  pinNpxSpec,
+  pinNpxPackage,
   type Sandbox,
   SandboxFailureError,
   type SandboxSpec,
@@ -185,7 +185,7 @@ export class SeatbeltSandbox implements Sandbox {
       onEvent: spec.onEvent,
       logger,
       pin: (pkg, registry, trust) =>
-        pinNpxSpec(pkg, { registry, trust, lockFile: defaultPinLockFile(hostEnv, hostHome), logger }),
+        pinNpxPackage(pkg, { registry, trust, lockFile: defaultPinLockFile(hostEnv, hostHome), logger }),
       install: async (argv, binds, network, env) => {
         const home = mkdtempSync(join(this.#root.path, 'step-'));
         const proc = await this.#spawn({
