@@ -49,7 +49,8 @@ session; further behind, a 409 error). The endpoint is http://127.0.0.1:<port>${
 reach every session. The server sees one client: the first initialize is forwarded and later
 sessions are answered from its result (the one place serve answers for the server); ids and
 progress tokens are rewritten so sessions never collide; sampling, elicitation and roots requests
-go to the session whose request is in progress, else the newest with its GET stream open.
+go only to the session they provably belong to (the request they name, else the only session with
+a request in flight); otherwise the server gets an error that says why, never a guess.
 
 Examples:
   mcp-sandbox serve --port 8931 --token-file ~/.config/mcp-token -- npx -y @modelcontextprotocol/server-everything

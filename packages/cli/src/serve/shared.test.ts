@@ -107,4 +107,38 @@ describe('SharedServer', () => {
       params: { requestId: wire },
     });
   });
+
+  it('never guesses: two busy sessions and a request that names neither get the server an error', () => {
+    const f = fixture();
+    const a = f.session(false);
+    const b = f.session(true);
+    a.port.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} });
+    b.port.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} });
+    const wireA = (f.toServer.at(-2) as Message).id;
+    f.server({ jsonrpc: '2.0', id: 's1', method: 'sampling/createMessage', params: {} });
+    expect(f.toServer.at(-1)).toMatchObject({ id: 's1', error: { code: -32603 } });
+    expect(String((f.toServer.at(-1) as { error: { message: string } }).error.message)).toMatch(
+      /cannot tell which session/,
+    );
+    for (const s of [a, b]) expect(s.got.some((m) => m.method === 'sampling/createMessage')).toBe(false);
+    // A related-request link names A: then A is asked, whoever else is busy.
+    const related = { 'io.modelcontextprotocol/related-request-id': wireA };
+    f.server({ jsonrpc: '2.0', id: 's2', method: 'sampling/createMessage', params: { _meta: related } });
+    expect(a.got.at(-1)).toMatchObject({ id: 's2' });
+    expect(b.got.some((m) => m.id === 's2')).toBe(false);
+    // A link to a request no longer in flight is not a reason to ask the newest session.
+    const stale = { 'io.modelcontextprotocol/related-request-id': 'mcp-sandbox-999' };
+    f.server({ jsonrpc: '2.0', id: 's3', method: 'roots/list', params: { _meta: stale } });
+    expect(f.toServer.at(-1)).toMatchObject({ id: 's3', error: { code: -32603 } });
+  });
+
+  it('the one busy session is asked only if it declared the capability; an idle listening one never is', () => {
+    const f = fixture();
+    const listening = f.session(true, true);
+    const busy = f.session(false, false);
+    busy.port.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} });
+    f.server({ jsonrpc: '2.0', id: 9, method: 'sampling/createMessage', params: {} });
+    expect(f.toServer.at(-1)).toMatchObject({ id: 9, error: { code: -32603 } });
+    expect(listening.got.some((m) => m.id === 9)).toBe(false);
+  });
 });
