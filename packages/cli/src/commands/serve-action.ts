@@ -29,6 +29,7 @@ export interface ServeFlags extends RunFlags {
   port: string;
   tokenFile?: string;
   maxSessions: string;
+  maxConnections: string;
   shared?: boolean;
 }
 
@@ -56,6 +57,7 @@ export async function serveAction(
   try {
     const port = parseCount(flags.port, '--port', 0, 65535);
     const maxSessions = parseCount(flags.maxSessions, '--max-sessions', 1, 10_000);
+    const maxConnections = parseCount(flags.maxConnections, '--max-connections', 1, 10_000);
     const maxBodyBytes = flags.maxMessageSize
       ? parseSize(flags.maxMessageSize, '--max-message-size')
       : DEFAULT_MAX_LINE_BYTES;
@@ -82,7 +84,15 @@ export async function serveAction(
     const shared = flags.shared ? new SharedServer(start, (text) => logger.warn(text)) : undefined;
     const startSession: StartLink = shared ? (onMessage, peer) => shared.link(onMessage, peer) : start;
     if (shared) logger.warn("--shared: one sandbox serves every session; clients can see each other's data");
-    const server = createListener({ token, maxBodyBytes, sessions, stateless, startSession, logger });
+    const server = createListener({
+      token,
+      maxBodyBytes,
+      maxConnections,
+      sessions,
+      stateless,
+      startSession,
+      logger,
+    });
     server.listen(port, '127.0.0.1');
     await Promise.race([
       once(server, 'listening'),

@@ -77,6 +77,12 @@ export class Exchange {
     return true;
   }
 
+  /** The client is gone and nothing will be kept for it: the stream ends and leaves the log. */
+  abandon(): void {
+    this.#done = true;
+    this.#stream?.end();
+  }
+
   get done(): boolean {
     return this.#done;
   }

@@ -1,0 +1,131 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  abandonStateless,
+  authed,
+  idle,
+  procStats,
+  type Served,
+  startServe,
+  TOKEN,
+  trickle,
+} from './serve-helpers.js';
+
+// What `serve` holds for a client, attacked through the built binary: streams of stateless
+// requests the client abandoned, connections that trickle a body (with or without the token),
+// connections that send nothing. Each must be released, and a real client must still get in.
+
+const REPO = fileURLToPath(new URL('../../..', import.meta.url));
+const NOTES = fileURLToPath(new URL('./fixtures/notes-server.mjs', import.meta.url));
+const MiB = 2 ** 20;
+
+async function sdkClient(served: Served): Promise<Client> {
+  const client = new Client({ name: 'bounds-test', version: '1.0.0' }, { capabilities: {} });
+  const transport = new StreamableHTTPClientTransport(new URL(served.url), {
+    requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+/** The control that serve still serves: a real SDK client opens a session and calls a tool. */
+async function stillServes(served: Served): Promise<void> {
+  const client = await sdkClient(served);
+  try {
+    const result = (await client.callTool({ name: 'recall', arguments: {} })) as {
+      content: Array<{ text: string }>;
+    };
+    expect(result.content[0]?.text).toBe('[]');
+  } finally {
+    await client.close();
+  }
+}
+
+describe('serve: what a client abandons is released', () => {
+  it('finding 4: stateless (2026-07-28) SSE requests abandoned mid-call do not stay, in serve or in the bridge', async () => {
+    const trace = join(mkdtempSync(join(tmpdir(), 'mcp-bounds-')), 'trace.jsonl');
+    const served = await startServe(['--mount', `${REPO}:ro`, '--trace', trace], ['node', NOTES]);
+    try {
+      const pid = served.child.pid as number;
+      // The calls outlast the test: the server never answers them, only the client's leaving ends them.
+      const args = { ms: 600_000, tag: 'abandoned' };
+      const round = 2000;
+      expect(await abandonStateless(served.port, round, 'slow', args)).toBe(round);
+      const warm = procStats(pid);
+      const later: Array<{ rss: number; fds: number }> = [];
+      for (let i = 0; i < 3; i++) {
+        expect(await abandonStateless(served.port, round, 'slow', args)).toBe(round);
+        later.push(procStats(pid));
+      }
+      // About 6 KiB a request stayed before: 36 MiB for these 6000. The smaller of the last two
+      // samples takes out most of the heap's own swings; a leak only grows.
+      const grown = Math.min(...later.slice(1).map((s) => s.rss)) - warm.rss;
+      expect(grown).toBeLessThan(20 * MiB);
+      expect(Math.max(...later.map((s) => s.fds)) - warm.fds).toBeLessThan(8);
+      await stillServes(served);
+    } finally {
+      await served.stop();
+    }
+    const records = readFileSync(trace, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; dir?: string; message?: { method?: string } });
+    // The control: every abandoned call reached the server, and so did its cancellation.
+    const sent = (method: string) =>
+      records.filter((r) => r.dir === 'client->server' && r.message?.method === method).length;
+    expect(sent('tools/call')).toBeGreaterThanOrEqual(8000);
+    expect(sent('notifications/cancelled')).toBeGreaterThanOrEqual(8000);
+    // The bridge settled each one on its cancellation: none was still waited for at the end.
+    expect(records.filter((r) => r.type === 'synthesized-error')).toEqual([]);
+  }, 90_000);
+});
+
+describe('serve: connections are bounded, before and after the token', () => {
+  let served: Served;
+  beforeAll(async () => {
+    served = await startServe(['--mount', `${REPO}:ro`], ['node', NOTES]);
+  }, 60_000);
+  afterAll(async () => {
+    await served?.stop();
+  });
+
+  it('finding 5: clients without the token that trickle a body after their 401 are cut off; a real client still gets in', async () => {
+    const pid = served.child.pid as number;
+    const before = procStats(pid).fds;
+    const trickling = Array.from({ length: 40 }, () =>
+      trickle(served.port, { 'content-type': 'application/json' }, 20_000),
+    );
+    const ends = await Promise.all(trickling);
+    // Each got its 401 and then lost its connection, while it was still sending.
+    expect(ends).toEqual(Array.from({ length: 40 }, () => ({ status: 401 })));
+    expect(procStats(pid).fds - before).toBeLessThan(8);
+    await stillServes(served);
+  }, 60_000);
+
+  it('finding 5: a client with the token that never finishes its body is cut off (408)', async () => {
+    const end = await trickle(served.port, authed(served.port, { 'transfer-encoding': 'chunked' }), 45_000);
+    expect(end).toEqual({ status: 408 });
+    await stillServes(served);
+  }, 60_000);
+
+  it('finding 5: the connection cap holds: silent connections past it are dropped at once, the rest at the header deadline', async () => {
+    const pid = served.child.pid as number;
+    const before = procStats(pid).fds;
+    const silent = Array.from({ length: 400 }, () => idle(served.port));
+    let closed = 0;
+    for (const s of silent) void s.closed.then(() => closed++);
+    // Past the cap (256), the listener drops a connection as it comes in.
+    for (let i = 0; i < 100 && closed < 400 - 256; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(closed).toBeGreaterThanOrEqual(400 - 256);
+    expect(procStats(pid).fds - before).toBeLessThanOrEqual(256 + 8);
+    // The ones within the cap sent no request head: they are cut off at its deadline.
+    await Promise.all(silent.map((s) => s.closed));
+    expect(procStats(pid).fds - before).toBeLessThan(8);
+    await stillServes(served);
+  }, 60_000);
+});
