@@ -128,4 +128,12 @@ describe('serve: connections are bounded, before and after the token', () => {
     expect(procStats(pid).fds - before).toBeLessThan(8);
     await stillServes(served);
   }, 60_000);
+
+  it('--max-connections that is not a whole number from 1 is a usage error, not a server that admits none', async () => {
+    for (const value of ['0', '-1', '1e3', 'many']) {
+      await expect(
+        startServe(['--backend', 'none', '--max-connections', value], ['node', NOTES]),
+      ).rejects.toThrow(/--max-connections .*give a whole number from 1 to 10000/);
+    }
+  });
 });
