@@ -141,4 +141,57 @@ describe('SharedServer', () => {
     expect(f.toServer.at(-1)).toMatchObject({ id: 9, error: { code: -32603 } });
     expect(listening.got.some((m) => m.id === 9)).toBe(false);
   });
+
+  it('every combination of sessions, calls, capabilities and links: one provable owner is asked, or none', () => {
+    type Link = { kind: 'none' } | { kind: 'related' | 'token'; of: number } | { kind: 'stale' };
+    for (let n = 1; n <= 3; n++) {
+      for (let mask = 0; mask < 4 ** n; mask++) {
+        const busy = Array.from({ length: n }, (_, i) => ((mask >> (2 * i)) & 1) === 1);
+        const able = Array.from({ length: n }, (_, i) => ((mask >> (2 * i + 1)) & 1) === 1);
+        const links: Link[] = [{ kind: 'none' }, { kind: 'stale' }];
+        for (let i = 0; i < n; i++) {
+          if (busy[i]) links.push({ kind: 'related', of: i }, { kind: 'token', of: i });
+        }
+        for (const link of links) {
+          const f = fixture();
+          const sessions = able.map((a, i) => f.session(i % 2 === 0, a));
+          const wire: Message[] = [];
+          sessions.forEach((s, i) => {
+            if (!busy[i]) return;
+            const call = {
+              jsonrpc: '2.0',
+              id: 1,
+              method: 'tools/call',
+              params: { _meta: { progressToken: 't' } },
+            };
+            s.port.send(call);
+            wire[i] = f.toServer.at(-1) as Message;
+          });
+          const meta: Record<string, unknown> = {};
+          if (link.kind === 'related') meta['io.modelcontextprotocol/related-request-id'] = wire[link.of]?.id;
+          if (link.kind === 'token') {
+            meta.progressToken = (
+              (wire[link.of] as Message).params as { _meta: { progressToken: string } }
+            )._meta.progressToken;
+          }
+          if (link.kind === 'stale') meta['io.modelcontextprotocol/related-request-id'] = 'mcp-sandbox-999';
+          f.server({ jsonrpc: '2.0', id: 'ask', method: 'sampling/createMessage', params: { _meta: meta } });
+          const busyOnes = busy.flatMap((b, i) => (b ? [i] : []));
+          const owner =
+            link.kind === 'related' || link.kind === 'token'
+              ? link.of
+              : link.kind === 'none' && busyOnes.length === 1
+                ? (busyOnes[0] as number)
+                : undefined;
+          const expected = owner !== undefined && able[owner] ? owner : undefined;
+          const asked = sessions.flatMap((s, i) => (s.got.some((m) => m.id === 'ask') ? [i] : []));
+          const label = JSON.stringify({ busy, able, link });
+          expect(asked, label).toEqual(expected === undefined ? [] : [expected]);
+          if (expected === undefined) {
+            expect(f.toServer.at(-1), label).toMatchObject({ id: 'ask', error: { code: -32603 } });
+          }
+        }
+      }
+    }
+  });
 });
