@@ -82,7 +82,7 @@ export async function serveAction(
     const sessions = new SessionTable(maxSessions, DEFAULT_REPLAY_LIMITS, (text) => logger.warn(text));
     const stateless = new StatelessPool(start);
     const shared = flags.shared ? new SharedServer(start, (text) => logger.warn(text)) : undefined;
-    const startSession: StartLink = shared ? (onMessage, peer) => shared.link(onMessage, peer) : start;
+    const startSession: StartLink = shared ? (onMessage) => shared.link(onMessage) : start;
     if (shared) logger.warn("--shared: one sandbox serves every session; clients can see each other's data");
     const server = createListener({
       token,

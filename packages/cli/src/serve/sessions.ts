@@ -28,16 +28,11 @@ export class Session {
     this.id = id;
     this.#log = new ReplayLog(limits, (text) => warn(`session ${id.slice(0, 8)}…: ${text}`));
     this.#standing = this.#log.open();
-    this.link = start((message) => this.#fromServer(message), this);
+    this.link = start((message) => this.#fromServer(message));
   }
 
   get #headers(): Record<string, string> {
     return { [SESSION_HEADER]: this.id };
-  }
-
-  /** Whether the client has its GET stream open now (where messages for no request go). */
-  get listening(): boolean {
-    return this.#standing.live;
   }
 
   /** A POSTed message: requests wait on `res`; notifications and responses are accepted at once. */

@@ -28,9 +28,9 @@ function fixture() {
     fromServer = onMessage;
     return upstream;
   });
-  const session = (listening = false, sampling = true) => {
+  const session = (sampling = true) => {
     const got: Message[] = [];
-    const port = shared.link((m) => got.push(m), { listening });
+    const port = shared.link((m) => got.push(m));
     port.send({
       jsonrpc: '2.0',
       id: 0,
@@ -82,8 +82,8 @@ describe('SharedServer', () => {
 
   it('sends a server request to the busy session, accepts its answer only from that session', () => {
     const f = fixture();
-    const idle = f.session(true);
-    const busy = f.session(false);
+    const idle = f.session();
+    const busy = f.session();
     busy.port.send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: {} });
     f.server({ jsonrpc: '2.0', id: 's1', method: 'sampling/createMessage', params: {} });
     expect(busy.got.at(-1)).toMatchObject({ id: 's1', method: 'sampling/createMessage' });
@@ -96,7 +96,7 @@ describe('SharedServer', () => {
 
   it('with no session able to answer, the server gets an error; a session that leaves has its calls cancelled', () => {
     const f = fixture();
-    const a = f.session(true, false);
+    const a = f.session(false);
     f.server({ jsonrpc: '2.0', id: 7, method: 'sampling/createMessage', params: {} });
     expect(f.toServer.at(-1)).toMatchObject({ id: 7, error: { code: -32603 } });
     a.port.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} });
@@ -110,8 +110,8 @@ describe('SharedServer', () => {
 
   it('never guesses: two busy sessions and a request that names neither get the server an error', () => {
     const f = fixture();
-    const a = f.session(false);
-    const b = f.session(true);
+    const a = f.session();
+    const b = f.session();
     a.port.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} });
     b.port.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} });
     const wireA = (f.toServer.at(-2) as Message).id;
@@ -132,14 +132,14 @@ describe('SharedServer', () => {
     expect(f.toServer.at(-1)).toMatchObject({ id: 's3', error: { code: -32603 } });
   });
 
-  it('the one busy session is asked only if it declared the capability; an idle listening one never is', () => {
+  it('the one busy session is asked only if it declared the capability; an idle one never is', () => {
     const f = fixture();
-    const listening = f.session(true, true);
-    const busy = f.session(false, false);
+    const idle = f.session();
+    const busy = f.session(false);
     busy.port.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} });
     f.server({ jsonrpc: '2.0', id: 9, method: 'sampling/createMessage', params: {} });
     expect(f.toServer.at(-1)).toMatchObject({ id: 9, error: { code: -32603 } });
-    expect(listening.got.some((m) => m.id === 9)).toBe(false);
+    expect(idle.got.some((m) => m.id === 9)).toBe(false);
   });
 
   it('every combination of sessions, calls, capabilities and links: one provable owner is asked, or none', () => {
@@ -154,7 +154,7 @@ describe('SharedServer', () => {
         }
         for (const link of links) {
           const f = fixture();
-          const sessions = able.map((a, i) => f.session(i % 2 === 0, a));
+          const sessions = able.map((a) => f.session(a));
           const wire: Message[] = [];
           sessions.forEach((s, i) => {
             if (!busy[i]) return;

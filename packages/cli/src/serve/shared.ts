@@ -1,5 +1,5 @@
 import { idKey, isRequest, isResponse, jsonRpcError } from './streams.js';
-import type { Message, Peer, ServerLink, Upstream } from './upstream.js';
+import type { Message, ServerLink, Upstream } from './upstream.js';
 
 /** The client capability a server-to-client request needs, by method. */
 const NEEDS: Readonly<Record<string, string>> = {
@@ -53,9 +53,9 @@ export class SharedServer {
   }
 
   /** A session's link to the shared server. */
-  link(onMessage: (message: Message) => void, peer: Peer): ServerLink {
+  link(onMessage: (message: Message) => void): ServerLink {
     const upstream = this.#ensure();
-    const port = new SharedPort(this, upstream, onMessage, peer);
+    const port = new SharedPort(this, upstream, onMessage);
     this.#ports.add(port);
     return port;
   }
@@ -259,7 +259,6 @@ export class SharedPort implements ServerLink {
   readonly #shared: SharedServer;
   readonly #upstream: Upstream;
   readonly #deliver: (message: Message) => void;
-  readonly peer: Peer;
   /** This client's requests in flight: its id (as a key) → the id the server saw. */
   readonly inFlight = new Map<string, string>();
   capabilities: Record<string, unknown> = {};
@@ -267,11 +266,10 @@ export class SharedPort implements ServerLink {
   #end: () => void = () => {};
   #ended = false;
 
-  constructor(shared: SharedServer, upstream: Upstream, deliver: (message: Message) => void, peer: Peer) {
+  constructor(shared: SharedServer, upstream: Upstream, deliver: (message: Message) => void) {
     this.#shared = shared;
     this.#upstream = upstream;
     this.#deliver = deliver;
-    this.peer = peer;
     this.done = new Promise((resolve) => {
       this.#end = resolve;
     });
