@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,8 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   abandonStateless,
   authed,
+  INIT,
   idle,
   procStats,
+  raw,
   type Served,
   startServe,
   TOKEN,
@@ -83,6 +86,51 @@ describe('serve: what a client abandons is released', () => {
     // The bridge settled each one on its cancellation: none was still waited for at the end.
     expect(records.filter((r) => r.type === 'synthesized-error')).toEqual([]);
   }, 90_000);
+});
+
+describe('serve: a request its client cancels is let go', () => {
+  it("in a session, the cancelled call's stream ends at once instead of waiting for an answer that never comes", async () => {
+    const served = await startServe(['--mount', `${REPO}:ro`], ['node', NOTES]);
+    try {
+      const init = await raw(served.port, { headers: authed(served.port), body: JSON.stringify(INIT) });
+      const session = String(init.headers['mcp-session-id']);
+      const headers = authed(served.port, { 'mcp-session-id': session });
+      const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+      expect((await raw(served.port, { headers, body: JSON.stringify(initialized) })).status).toBe(202);
+      const call = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'slow', arguments: { ms: 600_000 } },
+      });
+      const socket = connect(served.port, '127.0.0.1');
+      socket.write(
+        `POST /mcp HTTP/1.1\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}content-length: ${Buffer.byteLength(call)}\r\n\r\n${call}`,
+      );
+      let text = '';
+      const started = new Promise<void>((resolve) =>
+        socket.on('data', (c: Buffer) => {
+          text += c.toString();
+          if (text.includes('\r\n\r\n')) resolve();
+        }),
+      );
+      const ended = new Promise<boolean>((resolve) => {
+        socket.on('end', () => resolve(true));
+        setTimeout(() => resolve(false), 15_000);
+      });
+      await started;
+      expect(text).toMatch(/^HTTP\/1\.1 200/); // the control: the call is in flight on its stream
+      const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7 } };
+      expect((await raw(served.port, { headers, body: JSON.stringify(cancel) })).status).toBe(202);
+      expect(await ended).toBe(true);
+      socket.destroy();
+      await raw(served.port, { method: 'DELETE', headers });
+    } finally {
+      await served.stop();
+    }
+  }, 60_000);
 });
 
 describe('serve: connections are bounded, before and after the token', () => {

@@ -38,6 +38,7 @@ export class Session {
   /** A POSTed message: requests wait on `res`; notifications and responses are accepted at once. */
   post(message: Message, req: IncomingMessage, res: ServerResponse): void {
     if (!isRequest(message)) {
+      if (message.method === 'notifications/cancelled') this.#cancelled(message);
       this.link.send(message);
       res.writeHead(202, this.#headers).end();
       return;
@@ -91,6 +92,15 @@ export class Session {
     }
     this.#exchanges.clear();
     this.#standing.end();
+  }
+
+  /** The client cancelled a request: it is owed no answer, so its stream ends and is forgotten. */
+  #cancelled(message: Message): void {
+    const key = idKey((message.params as { requestId?: unknown } | undefined)?.requestId);
+    const exchange = key === undefined ? undefined : this.#exchanges.get(key);
+    if (key === undefined || !exchange) return;
+    this.#exchanges.delete(key);
+    exchange.abandon();
   }
 
   #fromServer(message: Message): void {

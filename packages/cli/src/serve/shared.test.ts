@@ -194,4 +194,19 @@ describe('SharedServer', () => {
       }
     }
   });
+
+  it('a call its client cancelled is no longer in flight: it makes no session the owner of a server request', () => {
+    const f = fixture();
+    const a = f.session();
+    a.port.send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: {} });
+    const wire = (f.toServer.at(-1) as Message).id;
+    a.port.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 4 } });
+    expect(f.toServer.at(-1)).toMatchObject({ params: { requestId: wire } });
+    f.server({ jsonrpc: '2.0', id: 'late', method: 'sampling/createMessage', params: {} });
+    expect(a.got.some((m) => m.id === 'late')).toBe(false);
+    expect(f.toServer.at(-1)).toMatchObject({ id: 'late', error: { code: -32603 } });
+    // A late answer to the cancelled call is not delivered either.
+    f.server({ jsonrpc: '2.0', id: wire, result: {} });
+    expect(a.got.some((m) => m.id === 4)).toBe(false);
+  });
 });

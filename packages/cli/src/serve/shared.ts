@@ -98,7 +98,11 @@ export class SharedServer {
     } else if (message.method === 'notifications/cancelled') {
       const params = message.params as { requestId?: unknown } | undefined;
       const wireId = port.inFlight.get(idKey(params?.requestId) ?? '');
-      if (wireId !== undefined) upstream.send({ ...message, params: { ...params, requestId: wireId } });
+      if (wireId === undefined) return;
+      // No longer in flight: it owns no server request, and a late answer goes nowhere.
+      const call = this.#calls.get(`s:${wireId}`);
+      if (call) this.#forget(`s:${wireId}`, call);
+      upstream.send({ ...message, params: { ...params, requestId: wireId } });
     } else {
       upstream.send(message);
     }

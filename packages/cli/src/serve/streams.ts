@@ -77,10 +77,14 @@ export class Exchange {
     return true;
   }
 
-  /** The client is gone and nothing will be kept for it: the stream ends and leaves the log. */
+  /**
+   * No answer will come (the client went away, or cancelled): the stream ends and leaves the log;
+   * a JSON response that waits is cut off, as there is nothing to put in it.
+   */
   abandon(): void {
     this.#done = true;
-    this.#stream?.end();
+    if (this.#stream) this.#stream.end();
+    else if (!this.#res.writableEnded) this.#res.destroy();
   }
 
   get done(): boolean {
