@@ -26,6 +26,8 @@ import {
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
 const NOTES = fileURLToPath(new URL('./fixtures/notes-server.mjs', import.meta.url));
 const MiB = 2 ** 20;
+/** A young generation of 1 MiB for serve: its default swings of tens of MiB would hide a leak. */
+const STEADY_HEAP = { NODE_OPTIONS: '--max-semi-space-size=1' };
 
 async function sdkClient(served: Served): Promise<Client> {
   const client = new Client({ name: 'bounds-test', version: '1.0.0' }, { capabilities: {} });
@@ -52,7 +54,11 @@ async function stillServes(served: Served): Promise<void> {
 describe('serve: what a client abandons is released', () => {
   it('finding 4: stateless (2026-07-28) SSE requests abandoned mid-call do not stay, in serve or in the bridge', async () => {
     const trace = join(mkdtempSync(join(tmpdir(), 'mcp-bounds-')), 'trace.jsonl');
-    const served = await startServe(['--mount', `${REPO}:ro`, '--trace', trace], ['node', NOTES]);
+    const served = await startServe(
+      ['--mount', `${REPO}:ro`, '--trace', trace],
+      ['node', NOTES],
+      STEADY_HEAP,
+    );
     try {
       const pid = served.child.pid as number;
       // The calls outlast the test: the server never answers them, only the client's leaving ends them.
