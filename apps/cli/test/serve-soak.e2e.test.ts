@@ -61,6 +61,16 @@ async function round(served: Served): Promise<void> {
   await Promise.all(dropped.map((d) => d.closed));
 }
 
+/** serve's numbers once its descriptors are down to `limit` (or after 10 s, when they are not). */
+async function settled(pid: number, limit: number): Promise<{ rss: number; fds: number }> {
+  let stats = procStats(pid);
+  for (let i = 0; i < 100 && stats.fds > limit; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    stats = procStats(pid);
+  }
+  return stats;
+}
+
 describe('serve: soak', () => {
   let served: Served;
   beforeAll(async () => {
@@ -73,17 +83,19 @@ describe('serve: soak', () => {
   it('clients that abandon, trickle, drop and reconnect leave memory and descriptors flat', async () => {
     const pid = served.child.pid as number;
     // The heap settles into its size over the first rounds; then more rounds must not add to it.
+    const idleFds = procStats(pid).fds;
     for (let i = 0; i < 4; i++) await round(served);
-    const warm = procStats(pid);
+    const warm = await settled(pid, idleFds + 8);
     const later: Array<{ rss: number; fds: number }> = [];
     for (let i = 0; i < 4; i++) {
       await round(served);
-      later.push(procStats(pid));
+      // A dropped connection closes in serve a moment after it does here; a sandbox after its
+      // session: the count must come back down, and one that never does is the leak.
+      later.push(await settled(pid, warm.fds + 8));
     }
+    for (const s of later) expect(s.fds - warm.fds).toBeLessThanOrEqual(8);
     // 6 KiB a request kept would be 23 MiB over these 4000 abandoned calls alone.
     const grown = (later.at(-1)?.rss ?? 0) - warm.rss;
     expect(grown, `RSS ${warm.rss} then ${later.map((s) => s.rss).join(', ')}`).toBeLessThan(12 * MiB);
-    // Each session's sandbox closes asynchronously: allow one still closing.
-    expect(Math.max(...later.map((s) => s.fds)) - warm.fds).toBeLessThan(12);
   }, 90_000);
 });
