@@ -14,6 +14,7 @@ import {
   procStats,
   raw,
   type Served,
+  settled,
   startServe,
   TOKEN,
   trickle,
@@ -64,12 +65,14 @@ describe('serve: what a client abandons is released', () => {
       // The calls outlast the test: the server never answers them, only the client's leaving ends them.
       const args = { ms: 600_000, tag: 'abandoned' };
       const round = 2000;
+      const idleFds = procStats(pid).fds;
       expect(await abandonStateless(served.port, round, 'slow', args)).toBe(round);
-      const warm = procStats(pid);
+      // A dropped connection closes in serve a moment after it does here: read once they are down.
+      const warm = await settled(pid, idleFds + 4);
       const later: Array<{ rss: number; fds: number }> = [];
       for (let i = 0; i < 3; i++) {
         expect(await abandonStateless(served.port, round, 'slow', args)).toBe(round);
-        later.push(procStats(pid));
+        later.push(await settled(pid, warm.fds + 4));
       }
       // About 6 KiB a request stayed before: 36 MiB for these 6000. The smaller of the last two
       // samples takes out most of the heap's own swings; a leak only grows.

@@ -233,3 +233,13 @@ export function idle(port: number): { closed: Promise<void>; socket: Socket } {
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
   return { closed, socket };
 }
+
+/** serve's numbers once its descriptors are down to `limit` (or after 10 s, when they are not). */
+export async function settled(pid: number, limit: number): Promise<{ rss: number; fds: number }> {
+  let stats = procStats(pid);
+  for (let i = 0; i < 100 && stats.fds > limit; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    stats = procStats(pid);
+  }
+  return stats;
+}

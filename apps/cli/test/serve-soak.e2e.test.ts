@@ -7,6 +7,7 @@ import {
   idle,
   procStats,
   type Served,
+  settled,
   startServe,
   TOKEN,
   trickle,
@@ -59,16 +60,6 @@ async function round(served: Served): Promise<void> {
   expect(await abandoned).toBe(ABANDONED_PER_ROUND);
   expect(await Promise.all(trickling)).toEqual(Array.from({ length: 20 }, () => ({ status: 401 })));
   await Promise.all(dropped.map((d) => d.closed));
-}
-
-/** serve's numbers once its descriptors are down to `limit` (or after 10 s, when they are not). */
-async function settled(pid: number, limit: number): Promise<{ rss: number; fds: number }> {
-  let stats = procStats(pid);
-  for (let i = 0; i < 100 && stats.fds > limit; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    stats = procStats(pid);
-  }
-  return stats;
 }
 
 describe('serve: soak', () => {
