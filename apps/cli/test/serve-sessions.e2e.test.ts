@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   Client as ClientV2,
@@ -17,17 +20,21 @@ const REPO = fileURLToPath(new URL('../../..', import.meta.url));
 const NOTES = fileURLToPath(new URL('./fixtures/notes-server.mjs', import.meta.url));
 const auth = { headers: { Authorization: `Bearer ${TOKEN}` } };
 
-async function v1(served: Served, answer?: string, fetchFn?: typeof fetch): Promise<Client> {
+async function v1(
+  served: Served,
+  answer?: string,
+  fetchFn?: typeof fetch,
+  prompts: string[] = [],
+): Promise<Client> {
   const client = new Client(
     { name: 'v1-client', version: '1.0.0' },
     { capabilities: answer ? { sampling: {} } : {} },
   );
   if (answer) {
-    client.setRequestHandler(CreateMessageRequestSchema, async () => ({
-      role: 'assistant',
-      model: 'test',
-      content: { type: 'text', text: answer },
-    }));
+    client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      prompts.push(promptOf(request.params));
+      return { role: 'assistant', model: 'test', content: { type: 'text', text: answer } };
+    });
   }
   const transport = new StreamableHTTPClientTransport(new URL(served.url), {
     requestInit: auth,
@@ -37,20 +44,25 @@ async function v1(served: Served, answer?: string, fetchFn?: typeof fetch): Prom
   return client;
 }
 
-async function v2(served: Served, answer?: string): Promise<ClientV2> {
+async function v2(served: Served, answer?: string, prompts: string[] = []): Promise<ClientV2> {
   const client = new ClientV2(
     { name: 'v2-client', version: '1.0.0' },
     { capabilities: answer ? { sampling: {} } : {}, versionNegotiation: { mode: 'legacy' } },
   );
   if (answer) {
-    client.setRequestHandler('sampling/createMessage', async () => ({
-      role: 'assistant',
-      model: 'test',
-      content: { type: 'text', text: answer },
-    }));
+    client.setRequestHandler('sampling/createMessage', async (request) => {
+      prompts.push(promptOf(request.params));
+      return { role: 'assistant', model: 'test', content: { type: 'text', text: answer } };
+    });
   }
   await client.connect(new TransportV2(new URL(served.url), { requestInit: auth }));
   return client;
+}
+
+/** The text of a sampling request's first message: what the server asked. */
+function promptOf(params: unknown): string {
+  const first = (params as { messages?: Array<{ content?: { text?: unknown } }> }).messages?.[0];
+  return String(first?.content?.text ?? '');
 }
 
 type Caller = { callTool: (p: { name: string; arguments?: Record<string, unknown> }) => Promise<unknown> };
@@ -61,8 +73,10 @@ async function call(client: Caller, name: string, args: Record<string, unknown> 
 
 describe('serve --shared: one sandbox, many sessions', () => {
   let served: Served;
+  let sharedTrace: string;
   beforeAll(async () => {
-    served = await startServe(['--mount', `${REPO}:ro`, '--shared'], ['node', NOTES]);
+    sharedTrace = join(mkdtempSync(join(tmpdir(), 'mcp-shared-')), 'trace.jsonl');
+    served = await startServe(['--mount', `${REPO}:ro`, '--shared', '--trace', sharedTrace], ['node', NOTES]);
   }, 60_000);
   afterAll(async () => {
     await served?.stop();
@@ -101,6 +115,45 @@ describe('serve --shared: one sandbox, many sessions', () => {
       await a.close();
       await b.close();
     }
+  }, 60_000);
+
+  it('finding 3: a server request with no link, while two clients are busy, reaches neither (it never goes to the newest)', async () => {
+    const seenByA: string[] = [];
+    const seenByB: string[] = [];
+    const a = await v1(served, 'answer from A', undefined, seenByA);
+    const b = await v2(served, 'answer from B', seenByB);
+    try {
+      // B is busy: its call is in flight (its progress arrived) and lasts well past A's.
+      let inFlight: () => void = () => {};
+      const started = new Promise<void>((resolve) => {
+        inFlight = resolve;
+      });
+      const busy = b.callTool(
+        { name: 'slow', arguments: { ms: 8000, tag: 'B' } },
+        { onprogress: () => inFlight(), timeout: 30_000 },
+      );
+      busy.catch(() => {}); // awaited below; a failed assertion must not leave it unhandled
+      await started;
+      // A's call makes the server ask for a sampling: the request names neither call.
+      const fromA = await call(a, 'ask', { question: 'my password is hunter2' });
+      expect(seenByB).toEqual([]);
+      expect(seenByA).toEqual([]);
+      expect(fromA).not.toMatch(/answer from/);
+      expect(fromA).toMatch(/-32603/);
+      expect(fromA).toMatch(/cannot tell which session/);
+      await busy;
+      // The control: with only A busy, A is provably the one asked, and answers.
+      expect(await call(a, 'ask', { question: 'q2' })).toBe('the client said: answer from A');
+      expect(seenByA).toEqual(['q2']);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+    expect(served.stderr()).toMatch(/--shared: sampling\/createMessage: .*cannot tell which session/);
+    // The trace records the refusal the server got, with its reason.
+    expect(readFileSync(sharedTrace, 'utf8')).toMatch(
+      /mcp-sandbox --shared: sampling\/createMessage: .*cannot tell/,
+    );
   }, 60_000);
 });
 

@@ -249,6 +249,7 @@ class Bridge {
       info = inspectMessage(text);
     }
     if (info.kind === 'request') this.#inflight.add(info.idKey as string, info.idText as string);
+    else if (info.kind === 'notification') this.#inflight.cancel(info.value);
     if (this.#gate) {
       // A refused call is recorded as a policy decision: it never crosses to the server.
       if (info.kind === 'request' && !this.#gate.admit(info)) return;

@@ -3,9 +3,14 @@ import { type Deferred, deferred } from './deferred.js';
 import { errorResponseLine, idsLooselyEqual } from './jsonrpc.js';
 import type { TraceSink } from './trace.js';
 
+/** How many cancelled requests are remembered, so that a late answer to one still passes. */
+const MAX_CANCELLED = 256;
+
 export class InFlightRequests {
   /** id key → id text, as the client wrote it. */
   readonly #pending = new Map<string, string>();
+  /** The newest requests the client cancelled: owed nothing, never waited for, and bounded. */
+  readonly #cancelled = new Map<string, string>();
   readonly #sendToClient: (line: Buffer) => void;
   readonly #trace: TraceSink | undefined;
   #drained: Deferred<void> | undefined;
@@ -24,7 +29,22 @@ export class InFlightRequests {
   }
 
   has(idKey: string): boolean {
-    return this.#pending.has(idKey);
+    return this.#pending.has(idKey) || this.#cancelled.has(idKey);
+  }
+
+  /**
+   * The client cancelled a request (`notifications/cancelled`): it is owed no answer, so it is no
+   * longer waited for or answered for; only the newest few are remembered, for a late answer.
+   */
+  cancel(value: unknown): void {
+    const idKey = cancelledKey(value);
+    const idText = idKey === undefined ? undefined : this.#pending.get(idKey);
+    if (idKey === undefined || idText === undefined) return;
+    this.settle(idKey);
+    this.#cancelled.set(idKey, idText);
+    if (this.#cancelled.size > MAX_CANCELLED) {
+      this.#cancelled.delete(this.#cancelled.keys().next().value as string);
+    }
   }
 
   /** Every request in flight, as [id key, id text]: a copy, so answering them is safe. */
@@ -40,6 +60,7 @@ export class InFlightRequests {
   /** The request was answered. */
   settle(idKey: string): void {
     this.#pending.delete(idKey);
+    this.#cancelled.delete(idKey);
     if (this.#pending.size === 0) this.#drained?.resolve();
   }
 
@@ -56,4 +77,13 @@ export class InFlightRequests {
     this.#drained = deferred();
     return this.#drained.promise;
   }
+}
+
+/** The key of the request a `notifications/cancelled` names (an exact id only: a string or a safe integer). */
+function cancelledKey(value: unknown): string | undefined {
+  const message = value as { method?: unknown; params?: { requestId?: unknown } } | null;
+  if (message?.method !== 'notifications/cancelled') return undefined;
+  const id = message.params?.requestId;
+  if (typeof id === 'string') return `s:${id}`;
+  return Number.isSafeInteger(id) ? `n:${String(id)}` : undefined;
 }

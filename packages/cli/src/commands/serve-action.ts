@@ -30,6 +30,7 @@ export interface ServeFlags extends RunFlags {
   port: string;
   tokenFile?: string;
   maxSessions: string;
+  maxConnections: string;
   shared?: boolean;
 }
 
@@ -57,6 +58,7 @@ export async function serveAction(
   try {
     const port = parseCount(flags.port, '--port', 0, 65535);
     const maxSessions = parseCount(flags.maxSessions, '--max-sessions', 1, 10_000);
+    const maxConnections = parseCount(flags.maxConnections, '--max-connections', 1, 10_000);
     const maxBodyBytes = flags.maxMessageSize
       ? parseSize(flags.maxMessageSize, '--max-message-size')
       : DEFAULT_MAX_LINE_BYTES;
@@ -84,10 +86,18 @@ export async function serveAction(
       );
     const sessions = new SessionTable(maxSessions, DEFAULT_REPLAY_LIMITS, (text) => logger.warn(text));
     const stateless = new StatelessPool(start);
-    const shared = flags.shared ? new SharedServer(start) : undefined;
-    const startSession: StartLink = shared ? (onMessage, peer) => shared.link(onMessage, peer) : start;
+    const shared = flags.shared ? new SharedServer(start, (text) => logger.warn(text)) : undefined;
+    const startSession: StartLink = shared ? (onMessage) => shared.link(onMessage) : start;
     if (shared) logger.warn("--shared: one sandbox serves every session; clients can see each other's data");
-    const server = createListener({ token, maxBodyBytes, sessions, stateless, startSession, logger });
+    const server = createListener({
+      token,
+      maxBodyBytes,
+      maxConnections,
+      sessions,
+      stateless,
+      startSession,
+      logger,
+    });
     server.listen(port, '127.0.0.1');
     await Promise.race([
       once(server, 'listening'),

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from '@mcpsandbox/core';
 import { MCP_PATH } from './endpoint.js';
 import { type BearerToken, checkOrigin, checkToken, HttpRefusal, readBody } from './guard.js';
@@ -10,6 +11,8 @@ import type { Message, StartLink } from './upstream.js';
 export interface ListenerOptions {
   readonly token: BearerToken;
   readonly maxBodyBytes: number;
+  /** Most connections open at once; past it a new one is closed as it comes in. */
+  readonly maxConnections: number;
   readonly sessions: SessionTable;
   readonly stateless: StatelessPool;
   /** Starts the server side of a new session (a sandbox of its own, or a port on the shared one). */
@@ -23,13 +26,56 @@ export interface ListenerOptions {
  * parsed or any sandbox started.
  */
 export function createListener(options: ListenerOptions): Server {
-  const server = createServer((req, res) => {
-    handle(req, res, options, server).catch((error: unknown) => refuse(res, error, options.logger));
-  });
-  server.headersTimeout = 30_000;
-  server.requestTimeout = 0; // SSE streams stay open as long as the session
+  const server = createServer(
+    {
+      headersTimeout: HEADERS_DEADLINE_MS,
+      // Until the request is whole (head and body), not the response: SSE streams stay open.
+      requestTimeout: REQUEST_DEADLINE_MS,
+      keepAliveTimeout: KEEP_ALIVE_MS,
+      // How often the deadlines above are checked (Node's default is 30 s).
+      connectionsCheckingInterval: 1_000,
+    },
+    (req, res) => {
+      handle(req, res, options, server).catch((error: unknown) => refuse(res, error, options.logger));
+    },
+  );
+  server.maxConnections = options.maxConnections;
+  closeSilentConnections(server, HEADERS_DEADLINE_MS);
   return server;
 }
+
+/**
+ * Node's header deadline only counts once a request's first line has arrived: a connection that
+ * sends nothing (or a byte) would stay for ever. Each connection must complete a request head
+ * within `ms` of opening and of each response it got; while a request is served, no deadline.
+ */
+function closeSilentConnections(server: Server, ms: number): void {
+  const timers = new WeakMap<Socket, NodeJS.Timeout>();
+  const arm = (socket: Socket) => {
+    clearTimeout(timers.get(socket));
+    timers.set(
+      socket,
+      setTimeout(() => socket.destroy(), ms),
+    );
+  };
+  server.on('connection', (socket: Socket) => {
+    arm(socket);
+    socket.once('close', () => clearTimeout(timers.get(socket)));
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    clearTimeout(timers.get(req.socket));
+    res.once('finish', () => {
+      if (!req.socket.destroyed) arm(req.socket);
+    });
+  });
+}
+
+/** A request head must arrive within this (slow headers hold a connection, token or not). */
+const HEADERS_DEADLINE_MS = 10_000;
+/** A whole request, head and body, must arrive within this: loopback has no slow uploads. */
+const REQUEST_DEADLINE_MS = 15_000;
+/** An idle keep-alive connection is closed after this. */
+const KEEP_ALIVE_MS = 5_000;
 
 async function handle(req: IncomingMessage, res: ServerResponse, o: ListenerOptions, server: Server) {
   const address = server.address();
@@ -106,7 +152,8 @@ function refuse(res: ServerResponse, error: unknown, logger: Logger): void {
   const refusal =
     error instanceof HttpRefusal ? error : new HttpRefusal(500, 'Internal Server Error', {}, -32603);
   if (!(error instanceof HttpRefusal)) logger.error(`serve: ${(error as Error)?.message ?? String(error)}`);
-  // A refused request's body is not read further; close the connection rather than drain it.
-  const headers = { ...refusal.headers, ...(refusal.status === 413 ? { connection: 'close' } : {}) };
+  // A refused request's body is not read further: the connection is closed rather than drained,
+  // so that a client (with the token or not) cannot hold it by trickling what follows.
+  const headers = { ...refusal.headers, connection: 'close' };
   sendJson(res, refusal.status, jsonRpcError(null, refusal.rpcCode, refusal.message), headers);
 }

@@ -28,21 +28,17 @@ export class Session {
     this.id = id;
     this.#log = new ReplayLog(limits, (text) => warn(`session ${id.slice(0, 8)}…: ${text}`));
     this.#standing = this.#log.open();
-    this.link = start((message) => this.#fromServer(message), this);
+    this.link = start((message) => this.#fromServer(message));
   }
 
   get #headers(): Record<string, string> {
     return { [SESSION_HEADER]: this.id };
   }
 
-  /** Whether the client has its GET stream open now (where messages for no request go). */
-  get listening(): boolean {
-    return this.#standing.live;
-  }
-
   /** A POSTed message: requests wait on `res`; notifications and responses are accepted at once. */
   post(message: Message, req: IncomingMessage, res: ServerResponse): void {
     if (!isRequest(message)) {
+      if (message.method === 'notifications/cancelled') this.#cancelled(message);
       this.link.send(message);
       res.writeHead(202, this.#headers).end();
       return;
@@ -96,6 +92,15 @@ export class Session {
     }
     this.#exchanges.clear();
     this.#standing.end();
+  }
+
+  /** The client cancelled a request: it is owed no answer, so its stream ends and is forgotten. */
+  #cancelled(message: Message): void {
+    const key = idKey((message.params as { requestId?: unknown } | undefined)?.requestId);
+    const exchange = key === undefined ? undefined : this.#exchanges.get(key);
+    if (key === undefined || !exchange) return;
+    this.#exchanges.delete(key);
+    exchange.abandon();
   }
 
   #fromServer(message: Message): void {

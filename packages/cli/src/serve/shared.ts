@@ -1,5 +1,5 @@
 import { idKey, isRequest, isResponse, jsonRpcError } from './streams.js';
-import type { Message, Peer, ServerLink, Upstream } from './upstream.js';
+import type { Message, ServerLink, Upstream } from './upstream.js';
 
 /** The client capability a server-to-client request needs, by method. */
 const NEEDS: Readonly<Record<string, string>> = {
@@ -24,10 +24,12 @@ type InitState =
  * `--shared`: one sandboxed stdio server for every session. The server sees one client: the first
  * `initialize` goes through and later sessions are answered from its result; request ids and
  * progress tokens are rewritten so that sessions never collide, and restored on the way back;
- * server requests go to the session that can answer; other notifications go to every session.
+ * server requests go to the one session they provably belong to, or are refused; other
+ * notifications go to every session.
  */
 export class SharedServer {
   readonly #start: (onMessage: (message: Message) => void) => Upstream;
+  readonly #warn: (text: string) => void;
   readonly #ports = new Set<SharedPort>();
   readonly #calls = new Map<string, Call>();
   readonly #tokens = new Map<string, Call>();
@@ -38,8 +40,12 @@ export class SharedServer {
   #initialized = false;
   #next = 0;
 
-  constructor(start: (onMessage: (message: Message) => void) => Upstream) {
+  constructor(
+    start: (onMessage: (message: Message) => void) => Upstream,
+    warn: (text: string) => void = () => {},
+  ) {
     this.#start = start;
+    this.#warn = warn;
   }
 
   get upstream(): Upstream | undefined {
@@ -47,9 +53,9 @@ export class SharedServer {
   }
 
   /** A session's link to the shared server. */
-  link(onMessage: (message: Message) => void, peer: Peer): ServerLink {
+  link(onMessage: (message: Message) => void): ServerLink {
     const upstream = this.#ensure();
-    const port = new SharedPort(this, upstream, onMessage, peer);
+    const port = new SharedPort(this, upstream, onMessage);
     this.#ports.add(port);
     return port;
   }
@@ -92,7 +98,11 @@ export class SharedServer {
     } else if (message.method === 'notifications/cancelled') {
       const params = message.params as { requestId?: unknown } | undefined;
       const wireId = port.inFlight.get(idKey(params?.requestId) ?? '');
-      if (wireId !== undefined) upstream.send({ ...message, params: { ...params, requestId: wireId } });
+      if (wireId === undefined) return;
+      // No longer in flight: it owns no server request, and a late answer goes nowhere.
+      const call = this.#calls.get(`s:${wireId}`);
+      if (call) this.#forget(`s:${wireId}`, call);
+      upstream.send({ ...message, params: { ...params, requestId: wireId } });
     } else {
       upstream.send(message);
     }
@@ -179,32 +189,46 @@ export class SharedServer {
   }
 
   #serverRequest(message: Message): void {
-    const target = this.#route(message);
-    if (!target) {
-      this.#upstream?.send(
-        jsonRpcError(message.id, -32603, `no connected client can answer ${String(message.method)}`),
-      );
+    const route = this.#route(message);
+    if (typeof route === 'string') {
+      // The reason goes to the server in the error (so the trace records it) and to stderr.
+      const reason = `${String(message.method)}: ${route}`;
+      this.#warn(`--shared: ${reason}`);
+      this.#upstream?.send(jsonRpcError(message.id, -32603, `mcp-sandbox --shared: ${reason}`));
       return;
     }
-    this.#asked.set(idKey(message.id) as string, target);
-    target.deliver(message);
+    this.#asked.set(idKey(message.id) as string, route);
+    route.deliver(message);
   }
 
   /**
-   * Who answers a server request: the session a related-request link or progress token names;
-   * else the one session with a request in progress; else the newest with its GET stream open.
+   * Who answers a server request, only when that is provable: the session a related-request link
+   * or progress token names, else the one session with a request in flight. Anything else would
+   * be a guess, and a guess hands one client's prompt to another: the answer is a reason instead.
    */
-  #route(message: Message): SharedPort | undefined {
+  #route(message: Message): SharedPort | string {
     const need = NEEDS[String(message.method)];
-    const able = [...this.#ports].filter((p) => need === undefined || p.capabilities[need] !== undefined);
     const meta = (message.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
-    const linked =
-      this.#calls.get(idKey(meta?.[RELATED]) ?? '')?.port ??
-      this.#tokens.get(idKey(meta?.progressToken) ?? '')?.port;
-    if (linked && able.includes(linked)) return linked;
-    const busy = able.filter((p) => p.inFlight.size > 0);
-    if (busy.length === 1) return busy[0];
-    return able.filter((p) => p.peer.listening).at(-1) ?? busy.at(-1) ?? able.at(-1);
+    const related = idKey(meta?.[RELATED]);
+    const token = idKey(meta?.progressToken);
+    const named = related !== undefined || token !== undefined;
+    let owner: SharedPort | undefined;
+    if (named) {
+      owner = this.#calls.get(related ?? '')?.port ?? this.#tokens.get(token ?? '')?.port;
+      if (!owner) return 'the request it names is not in flight; no session is asked';
+    } else {
+      const busy = [...this.#ports].filter((p) => p.inFlight.size > 0);
+      if (busy.length !== 1) {
+        return busy.length === 0
+          ? 'no session has a request in flight; no session is asked'
+          : `${busy.length} sessions have requests in flight and the request names none of them: cannot tell which session it belongs to, so none is asked`;
+      }
+      owner = busy[0] as SharedPort;
+    }
+    if (need !== undefined && owner.capabilities[need] === undefined) {
+      return `the session it belongs to did not declare the ${need} capability`;
+    }
+    return owner;
   }
 
   /** A session ended: its requests are cancelled, and what the server asked of it fails. */
@@ -239,7 +263,6 @@ export class SharedPort implements ServerLink {
   readonly #shared: SharedServer;
   readonly #upstream: Upstream;
   readonly #deliver: (message: Message) => void;
-  readonly peer: Peer;
   /** This client's requests in flight: its id (as a key) → the id the server saw. */
   readonly inFlight = new Map<string, string>();
   capabilities: Record<string, unknown> = {};
@@ -247,11 +270,10 @@ export class SharedPort implements ServerLink {
   #end: () => void = () => {};
   #ended = false;
 
-  constructor(shared: SharedServer, upstream: Upstream, deliver: (message: Message) => void, peer: Peer) {
+  constructor(shared: SharedServer, upstream: Upstream, deliver: (message: Message) => void) {
     this.#shared = shared;
     this.#upstream = upstream;
     this.#deliver = deliver;
-    this.peer = peer;
     this.done = new Promise((resolve) => {
       this.#end = resolve;
     });

@@ -118,8 +118,13 @@ export class StatelessPool {
     });
     const params = wireToken === undefined ? message.params : withToken(message, wireToken);
     upstream.send({ ...message, id: wireId, ...(params === undefined ? {} : { params }) });
+    // The client went away before its answer: nothing of the request may stay (the stream, its
+    // response and socket), and the server is told to stop working on it.
     res.on('close', () => {
-      if (!this.#exchanges.delete(`s:${wireId}`)) return;
+      const waiting = this.#exchanges.get(`s:${wireId}`);
+      if (!waiting) return;
+      this.#exchanges.delete(`s:${wireId}`);
+      waiting.exchange.abandon();
       upstream.send({
         jsonrpc: '2.0',
         method: 'notifications/cancelled',

@@ -77,6 +77,16 @@ export class Exchange {
     return true;
   }
 
+  /**
+   * No answer will come (the client went away, or cancelled): the stream ends and leaves the log;
+   * a JSON response that waits is cut off, as there is nothing to put in it.
+   */
+  abandon(): void {
+    this.#done = true;
+    if (this.#stream) this.#stream.end();
+    else if (!this.#res.writableEnded) this.#res.destroy();
+  }
+
   get done(): boolean {
     return this.#done;
   }

@@ -35,14 +35,8 @@ export interface ServerLink {
   readonly done: Promise<unknown>;
 }
 
-/** What a link may ask of the session it serves. */
-export interface Peer {
-  /** Whether the client has its GET stream open (where a server request with no owner goes). */
-  readonly listening: boolean;
-}
-
 /** Starts the server side of one session, given where the server's messages go. */
-export type StartLink = (onMessage: (message: Message) => void, peer: Peer) => ServerLink;
+export type StartLink = (onMessage: (message: Message) => void) => ServerLink;
 
 /**
  * One sandboxed stdio server, run through core's bridge exactly as `run` runs it (policy, trace,
