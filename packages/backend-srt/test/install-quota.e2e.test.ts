@@ -5,7 +5,16 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +22,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { FIXTURES, spawnBin } from './cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'srt-quota-'));
+// As root srt runs the install step as nobody (65534), like local: the cache under here must be reachable.
+chmodSync(dir, 0o755);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Registry {
