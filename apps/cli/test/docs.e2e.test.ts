@@ -5,6 +5,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -63,6 +64,19 @@ function setUp(): Record<string, string> {
   cpSync(join(APP, 'dist'), join(installed, 'dist'), { recursive: true });
   cpSync(join(APP, 'package.json'), join(installed, 'package.json'));
   symlinkSync(join(APP, 'node_modules'), join(installed, 'node_modules'));
+  // What npm records for a package it installed from the registry: `wrap` then writes the npx
+  // launcher of the published package, as it would for `npm install -g mcp-sandbox@<version>`.
+  const { version } = JSON.parse(readFileSync(join(APP, 'package.json'), 'utf8')) as { version: string };
+  const integrity = `sha512-${Buffer.alloc(64, 7).toString('base64')}`;
+  const resolved = `https://registry.npmjs.org/mcp-sandbox/-/mcp-sandbox-${version}.tgz`;
+  writeFileSync(
+    join(root, 'lib/node_modules/.package-lock.json'),
+    JSON.stringify({
+      name: 'lib',
+      lockfileVersion: 3,
+      packages: { 'node_modules/mcp-sandbox': { version, resolved, integrity } },
+    }),
+  );
   mkdirSync(join(root, 'bin'));
   const bin = join(root, 'bin/mcp-sandbox');
   writeFileSync(bin, `#!/bin/sh\nexec '${process.execPath}' '${join(installed, 'dist/bin.js')}' "$@"\n`);

@@ -132,8 +132,12 @@ export async function openAttempt(ctx: InspectContext, negotiation: Negotiation)
 export function worthRetrying(result: BridgeResult): boolean {
   // A program that exited on the probe is a 2025 server whose SDK ends on an unknown request; a
   // command that was not found, a sandbox that failed or a TTL gives the same answer twice.
-  const code = result.serverStatus?.code;
-  return result.reason === 'server-exit' && code !== 126 && code !== 127;
+  // The client's close may race the exit and be what the bridge saw first: an exit with a code
+  // (no signal) is the program's own either way.
+  const status = result.serverStatus;
+  const exited =
+    result.reason === 'server-exit' || (result.reason === 'client-eof' && status?.signal === null);
+  return exited && status?.code !== 126 && status?.code !== 127;
 }
 
 function versionNegotiation(negotiation: Negotiation, timeoutMs: number) {
