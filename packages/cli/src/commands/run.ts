@@ -38,11 +38,14 @@ import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js'
 import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
+import { planSecrets } from './secret-plan.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
 export interface RunFlags {
   backend: string;
   env: string[];
+  /** `--secret NAME@host[,host…][:body]` (repeatable). */
+  secret?: string[];
   trace?: string;
   ttl: string;
   setup: string[];
@@ -104,6 +107,12 @@ function withRunOptions(command: Command, defaultBackend: string): Command {
     .option(
       '-e, --env <KEY|KEY=value>',
       'forward KEY from this environment, or set KEY=value (repeatable)',
+      collect,
+      [],
+    )
+    .option(
+      '--secret <NAME@host[,host…]>',
+      'give the server a stand-in for $NAME; the real value goes on the wire to these hosts only (local; repeatable)',
       collect,
       [],
     )
@@ -256,17 +265,22 @@ export async function planRun(
         `choose one with ${required} isolation or stronger (${strongerThan(required)})`,
     );
   }
+  const bound = planSecrets(flags.secret ?? [], io.env, backend, allowNet, Object.keys(allow.env));
+  const env = { ...allow.env };
+  for (const secret of bound) env[secret.name] = secret.standIn;
   return {
     backend,
     allow,
-    secrets: new SecretSet(allow.secrets),
+    secrets: new SecretSet([...allow.secrets, ...bound.map((secret) => secret.value)]),
     setup: flags.setup,
     spec: {
       sessionId: randomUUID(),
-      env: allow.env,
+      env,
       ttlMs,
       mounts: [...mounts, ...copies.map((c) => c.mount)],
-      ...(allowNet.length > 0 ? { network: { allow: allowNet } } : {}),
+      ...(allowNet.length > 0
+        ? { network: { allow: allowNet, ...(bound.length > 0 ? { secrets: bound } : {}) } }
+        : {}),
     },
     ...(maxLineBytes ? { maxLineBytes } : {}),
     timing,
