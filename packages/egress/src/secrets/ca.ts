@@ -23,7 +23,12 @@ const LIFETIME_MS = 24 * 3600 * 1000;
 /** Clock skew between host and sandbox is none (one kernel), but a minute back costs nothing. */
 const SKEW_MS = 60 * 1000;
 
-const crypto = webcrypto as unknown as Crypto;
+type CryptoKey = webcrypto.CryptoKey;
+type CryptoKeyPair = webcrypto.CryptoKeyPair;
+/** The library's provider type names the DOM's Crypto; Node's webcrypto is that object. */
+const crypto = webcrypto as unknown as NonNullable<
+  Parameters<typeof x509.X509CertificateGenerator.create>[1]
+>;
 
 export interface LeafCertificate {
   /** PEM certificate chain: the leaf, then the session CA. */
@@ -45,7 +50,7 @@ export class SessionCa {
   }
 
   static async create(hosts: readonly HostName[], now = Date.now()): Promise<SessionCa> {
-    const keys = (await crypto.subtle.generateKey(ALGORITHM, false, ['sign', 'verify'])) as CryptoKeyPair;
+    const keys = (await webcrypto.subtle.generateKey(ALGORITHM, false, ['sign', 'verify'])) as CryptoKeyPair;
     const permitted = new GeneralSubtrees(
       hosts.map((host) => new GeneralSubtree({ base: new GeneralName({ dNSName: host }) })),
     );
@@ -90,7 +95,7 @@ export class SessionCa {
   }
 
   async #issue(host: HostName, now = Date.now()): Promise<LeafCertificate> {
-    const keys = (await crypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
+    const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
     const cert = await x509.X509CertificateGenerator.create(
       {
         subject: `CN=${host}`,
@@ -110,7 +115,7 @@ export class SessionCa {
       },
       crypto,
     );
-    const pkcs8 = Buffer.from(await crypto.subtle.exportKey('pkcs8', keys.privateKey));
+    const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
     const key = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END PRIVATE KEY-----\n`;
     return { cert: `${cert.toString('pem')}\n${this.pem}\n`, key };
   }
