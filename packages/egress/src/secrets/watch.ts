@@ -19,10 +19,14 @@ export class StandInWatch {
 
   /** Records each secret whose stand-in `text` holds; true when one did. */
   check(text: string, where: MisuseWhere): boolean {
-    const lower = text.toLowerCase();
+    // A name cannot hold `_` and has no case: there, only the letters and digits are compared.
+    const loose = where === 'dns' || where === 'connect-target';
+    const fold = (value: string) =>
+      loose ? value.toLowerCase().replace(/[^a-z0-9]/g, '') : value.toLowerCase();
+    const haystack = fold(text);
     let seen = false;
     for (const secret of this.#secrets) {
-      if (!lower.includes(secret.standIn.toLowerCase())) continue;
+      if (!haystack.includes(fold(secret.standIn))) continue;
       seen = true;
       this.#onEvent({ type: 'secret-misuse', name: secret.name, where });
     }
