@@ -44,10 +44,7 @@ export function wslRunCommand(args: readonly string[]): string[] {
  * arrives as text with NULs between the characters; a default distribution is marked `*`.
  */
 export function parseWslList(output: string): { name: string; version: number }[] {
-  const lines = output
-    .replaceAll('\u0000', '')
-    .split(/\r?\n/)
-    .slice(1);
+  const lines = output.replaceAll('\u0000', '').split(/\r?\n/).slice(1);
   const found: { name: string; version: number }[] = [];
   for (const line of lines) {
     const match = /^\s*\*?\s*(\S+)\s+\S+\s+([12])\s*$/.exec(line);

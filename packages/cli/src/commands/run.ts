@@ -268,9 +268,16 @@ export async function planRun(
   const bound = planSecrets(flags.secret ?? [], io.env, backend, allowNet, Object.keys(allow.env));
   const env = { ...allow.env };
   for (const secret of bound) env[secret.name] = secret.standIn;
+  // A bound variable is not withheld: the server has its stand-in (no --env hint for it).
+  const boundNames = new Set(bound.map((secret) => secret.name));
+  const withheld = allow.withheld.filter((name) => !boundNames.has(name));
   return {
     backend,
-    allow,
+    allow: {
+      ...allow,
+      withheld,
+      withheldSecretLike: allow.withheldSecretLike.filter((name) => !boundNames.has(name)),
+    },
     secrets: new SecretSet([...allow.secrets, ...bound.map((secret) => secret.value)]),
     setup: flags.setup,
     spec: {
