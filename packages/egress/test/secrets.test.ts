@@ -238,6 +238,24 @@ describe('--secret attacks', () => {
     expect(JSON.stringify(seen)).not.toContain(REAL);
   });
 
+  it('a client that does not speak TLS to the bound host (or pins its certificate) fails at once, with the --env hint', async () => {
+    reset();
+    const pinned = await viaTunnel(
+      API,
+      ports.api,
+      get(API, ports.api, `Authorization: Bearer ${STAND}\r\n`),
+      upstreamCa.pem,
+    );
+    expect(pinned).toMatch(/ERROR/);
+    expect(seen.api).toEqual([]);
+    // The proxy learns of the failed handshake when the client's alert or close arrives.
+    for (let i = 0; i < 200 && !events.some((e) => e.type === 'secret-tls-failed'); i++) {
+      await new Promise((done) => setTimeout(done, 50));
+    }
+    expect(events).toContainEqual({ type: 'secret-tls-failed', host: API, port: ports.api });
+    expect(warnings.join('\n')).toContain('for such a server pass the variable with --env instead');
+  });
+
   it('an ungranted host is refused', async () => {
     reset();
     expect(

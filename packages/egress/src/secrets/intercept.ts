@@ -54,7 +54,22 @@ export async function intercept(socket: Duplex, head: Buffer, o: InterceptOption
     key: leaf.key,
     ALPNProtocols: ['http/1.1'],
   });
-  tls.on('error', () => tls.destroy());
+  let secured = false;
+  tls.once('secure', () => {
+    secured = true;
+  });
+  // Not TLS, a pinned certificate or a client certificate the session CA cannot answer: the
+  // connection fails here, never with the real value, and the user is told which flag fits.
+  const unsecured = () => {
+    if (secured) return;
+    secured = true;
+    o.onEvent({ type: 'secret-tls-failed', host: o.host, port: o.port });
+  };
+  tls.on('error', () => {
+    unsecured();
+    tls.destroy();
+  });
+  tls.once('close', unsecured);
   socket.on('close', () => tls.destroy());
   tls.setTimeout(IDLE_MS, () => tls.destroy());
   const reader = tls[Symbol.asyncIterator]() as AsyncIterator<Buffer>;

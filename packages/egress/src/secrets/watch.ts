@@ -1,7 +1,7 @@
 import type { BoundSecret, SandboxEvent } from '@mcpsandbox/core';
 
 /** Where a stand-in turned up that is not a bound host's credential slot. */
-export type MisuseWhere = 'header' | 'body' | 'dns' | 'plain-http' | 'connect-target' | 'tls-refused';
+export type MisuseWhere = 'header' | 'body' | 'dns' | 'plain-http' | 'connect-target';
 
 /**
  * Looks for stand-ins where the proxy sees traffic it does not substitute (a plain-HTTP request,
@@ -40,7 +40,6 @@ const WHERE_TEXT: Record<MisuseWhere, string> = {
   dns: 'a DNS name',
   'plain-http': 'a plain-HTTP request',
   'connect-target': 'a connection target',
-  'tls-refused': 'a connection to a bound host that did not speak TLS',
 };
 
 /**
@@ -73,6 +72,11 @@ export class SecretReporter {
       this.#once(
         `cut ${name ?? ''}`,
         `a reply was cut off: ${event.reason === 'the reply carried the real value' ? `it carried the real value of ${name ?? 'a secret'}` : 'it could not be searched for the secret (compressed)'}`,
+      );
+    } else if (event.type === 'secret-tls-failed') {
+      this.#once(
+        'tls',
+        'a connection to a host with a bound --secret did not complete TLS with the session CA (the client does not speak TLS there, pins a certificate or uses a client certificate); for such a server pass the variable with --env instead',
       );
     } else if (event.type === 'secret-request-refused') {
       this.#once(
