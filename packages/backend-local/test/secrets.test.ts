@@ -102,6 +102,13 @@ require('node:https').get(process.argv[1], { headers: { authorization: 'token ' 
 }).on('error', (e) => console.log('error ' + (e.code ?? e.message)));
 `;
 
+const PYTHON = String.raw`
+import os, sys, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={'Authorization': 'Bearer ' + os.environ['GH_TOKEN']})
+with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=20) as r:
+    print(r.status, r.read().decode())
+`;
+
 describe('--secret in a local sandbox', () => {
   let s: Session;
   beforeAll(async () => {
@@ -143,6 +150,15 @@ describe('--secret in a local sandbox', () => {
       method: 'GET',
       path: '/fetch',
     });
+  });
+
+  it("Debian's python3 urllib (stdlib, OpenSSL's trust from SSL_CERT_FILE) sends the stand-in; the bound host receives the real value", async () => {
+    received.length = 0;
+    const result = await run(s.box, ['/usr/bin/python3', '-c', PYTHON, `https://${BOUND}/python`]);
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim()).toBe('200 ok');
+    expect(received).toEqual([{ host: BOUND, authorization: `Bearer ${REAL}`, url: '/python' }]);
+    expect(result.stdout + result.stderr).not.toContain(REAL);
   });
 
   it('a granted host that is not bound gets the stand-in (its TLS is not intercepted)', async () => {
