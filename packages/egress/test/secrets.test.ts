@@ -41,7 +41,7 @@ interface Seen {
 }
 const seen: Record<string, Seen[]> = { api: [], other: [], plain: [] };
 /** What the api upstream answers: `ok`, or the request's Authorization echoed (a reflecting API). */
-let apiMode: 'ok' | 'reflect' | 'reflect-base64' | 'redirect' | 'gzip' = 'ok';
+let apiMode: 'ok' | 'reflect' | 'reflect-base64' | 'redirect' | 'gzip' | 'split' = 'ok';
 const servers: Server[] = [];
 const ports = { api: 0, other: 0, plain: 0, proxy: 0 };
 let upstreamCa: SessionCa;
@@ -84,6 +84,10 @@ beforeAll(async () => {
         else if (apiMode === 'redirect') {
           res.writeHead(302, { location: `https://${OTHER}:${ports.other}/moved` });
           res.end();
+        } else if (apiMode === 'split') {
+          // A large reply with the value cut in two across writes (and so across reads).
+          res.write('a'.repeat(256 * 1024) + REAL.slice(0, 12));
+          setTimeout(() => res.end(`${REAL.slice(12)} and more`), 100);
         } else if (apiMode === 'gzip') {
           res.writeHead(200, { 'content-encoding': 'gzip' });
           res.end('not really gzip');
@@ -307,6 +311,20 @@ describe('--secret attacks', () => {
         name: 'GH_TOKEN',
       });
     }
+  });
+
+  it('a real value split across two writes of a large reply is still caught before any of it is sent', async () => {
+    reset();
+    apiMode = 'split';
+    const reply = await viaTunnel(
+      API,
+      ports.api,
+      get(API, ports.api, `Authorization: Bearer ${STAND}\r\n`),
+      sessionCa.pem,
+    );
+    expect(reply.length).toBeGreaterThan(100 * 1024);
+    expect(reply).not.toContain(REAL.slice(0, 12));
+    expect(events.some((e) => e.type === 'secret-reply-cut')).toBe(true);
   });
 
   it('a compressed reply, which cannot be searched, is cut off', async () => {

@@ -244,8 +244,9 @@ async function replyToSandbox(
     const hit = found(window);
     if (hit) return cut('the reply carried the real value', hit.name);
     const safe = Math.max(0, window.length - (longest - 1));
-    if (safe > 0) writeChunk(tls, window.slice(0, safe));
     held = window.slice(safe);
+    // A sandbox that reads slowly holds the upstream back: nothing piles up here.
+    if (safe > 0 && !writeChunk(tls, window.slice(0, safe))) await drained(tls);
     if (tls.destroyed) return false;
   }
   if (held.length > 0) writeChunk(tls, held);
@@ -253,10 +254,23 @@ async function replyToSandbox(
   return true;
 }
 
-function writeChunk(tls: TLSSocket, data: string): void {
+/** Writes one chunk; false when the socket's buffer is full. */
+function writeChunk(tls: TLSSocket, data: string): boolean {
   tls.write(`${Buffer.byteLength(data, 'latin1').toString(16)}\r\n`);
   tls.write(data, 'latin1');
-  tls.write('\r\n');
+  return tls.write('\r\n');
+}
+
+function drained(tls: TLSSocket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      tls.off('drain', done);
+      tls.off('close', done);
+      resolve();
+    };
+    tls.on('drain', done);
+    tls.on('close', done);
+  });
 }
 
 function answer(tls: TLSSocket, status: number, message: string): void {
