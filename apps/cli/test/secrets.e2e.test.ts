@@ -90,6 +90,9 @@ describe('--secret on the command line', () => {
     expect(result.stderr).toContain('NODE_EXTRA_CA_CERTS=/run/mcp-sandbox-trust/node.pem');
     expect(result.stderr).not.toContain(REAL);
     expect(result.stderr).not.toContain('which was withheld');
+    expect(result.stderr).toContain(
+      'secret GH_TOKEN: the server holds a stand-in; the real value goes only to api.github.com (request line and credential headers)',
+    );
     expect(result.stdout.toString()).not.toContain(REAL);
     expect(readFileSync(trace, 'utf8')).not.toContain(REAL);
   });

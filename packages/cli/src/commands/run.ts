@@ -339,6 +339,11 @@ export function announce(plan: RunPlan, logger: Logger): void {
   logger.info(
     `env: ${Object.keys(allow.env).length} variable(s) passed in; ${allow.withheld.length} host variable(s) withheld${secretNote}`,
   );
+  for (const secret of plan.spec.network?.secrets ?? []) {
+    logger.info(
+      `secret ${secret.name}: the server holds a stand-in; the real value goes only to ${secret.hosts.join(', ')} (request line and credential headers${secret.body ? ', and bodies' : ''})`,
+    );
+  }
   if (allow.unredacted.length > 0) {
     logger.warn(
       `${allow.unredacted.join(', ')}: value shorter than ${MIN_REDACTED_LENGTH} characters, so it is not redacted from the trace and stderr (a value that short would match everywhere)`,
