@@ -40,6 +40,7 @@ import { stageCopies } from './session/copies.js';
 import { launcherArgv } from './session/launcher.js';
 import { probeOnce } from './session/probe-once.js';
 import { proxyEnv, readInfoPid } from './session/process-helpers.js';
+import { type SecretSession, startSecretSession } from './session/secrets.js';
 import { lookInsideTarget, startBwrap } from './session/start-bwrap.js';
 import { makeSandboxRoot, removeStateDir, sweepAbandoned } from './session/state-dir.js';
 import { namespaceSignal } from './teardown/signal.js';
@@ -85,6 +86,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
       const sandbox = new LocalSandbox({ ...sandboxConfig(spec, found, options, backend), machine });
       try {
         await sandbox.stageCopies();
+        await sandbox.startSecrets();
       } catch (error) {
         await sandbox.close();
         throw error;
@@ -148,6 +150,8 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
   /** Egress state shared by every exec: one synthetic address per name, one hint per name. */
   #egress: EgressState | undefined;
   #closing: Promise<void> | undefined;
+  /** `--secret`: the session CA and the trust files (session/secrets.ts); undefined without one. */
+  #secrets: SecretSession | undefined;
 
   constructor(config: SandboxConfig) {
     this.#config = config;
@@ -172,6 +176,20 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
   /** `copy` mounts: a private copy of each (see session/copies.ts). */
   stageCopies(): Promise<void> {
     return stageCopies(this.#root, this.#config.spec, this.#config.info, this.#copies);
+  }
+
+  /** Only a spec that binds a secret loads the CA's code and makes one. */
+  async startSecrets(): Promise<void> {
+    const secrets = this.#config.spec.network?.secrets ?? [];
+    if (secrets.length === 0) return;
+    const { hostEnv, tlsTrust } = this.#config;
+    this.#secrets = await startSecretSession(
+      secrets,
+      this.#root,
+      hostEnv,
+      tlsTrust !== undefined,
+      this.#config.secretUpstreamCa,
+    );
   }
 
   /** Host directory holding this sandbox's private home and tmp (removed on close). */
@@ -308,6 +326,7 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
       copies: this.#copies,
       shown: this.#shown,
       writableTrees: this.#writableTrees(),
+      ...(this.#secrets ? { secretTrust: this.#secrets } : {}),
     };
     return planView(context, requested, options, extras);
   }
@@ -378,6 +397,8 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
       ...(onEvent ? { onEvent } : {}),
       ...(this.#config.resolve ? { resolve: this.#config.resolve } : {}),
       ...(this.#config.dial ? { dial: this.#config.dial } : {}),
+      // Install and setup steps reach the registry: no secret is substituted for them.
+      ...(this.#secrets && !extras.install && !extras.setup ? { secrets: this.#secrets.routing } : {}),
     });
   }
 

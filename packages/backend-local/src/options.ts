@@ -37,6 +37,8 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly resolve?: Resolver;
   /** Replaces the egress proxy's upstream connect to a checked address (tests). */
   readonly dial?: Dialer;
+  /** Tests: trust for bound hosts' certificates under `--secret` (else this process's default trust). */
+  readonly secretUpstreamCa?: string;
   /**
    * Forward the host's TLS trust variables (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, …) and make the
    * files they name visible read-only (default true; setting `hostTlsTrust=off`).

@@ -1,4 +1,5 @@
 import type { SandboxError } from './errors.js';
+import type { BoundSecret } from './secret-binding.js';
 
 /**
  * The backend contract, version 1. A backend turns a {@link SandboxSpec} into a {@link Sandbox}
@@ -75,6 +76,11 @@ export const COPY_LIMITS = {
 export interface NetworkSpec {
   /** `host`, `host:port` or `*.suffix[:port]`; `*` alone means unrestricted. */
   readonly allow: readonly string[];
+  /**
+   * `--secret`: the sandbox's env holds each stand-in; a backend that takes these substitutes the
+   * real value on the wire to the bound hosts. A backend that cannot must refuse a spec with any.
+   */
+  readonly secrets?: readonly BoundSecret[];
 }
 
 export interface ResourceLimits {

@@ -118,6 +118,14 @@ export {
   type ToolVerdict,
 } from './policy.js';
 export {
+  type BoundSecret,
+  bindSecret,
+  MIN_SECRET_LENGTH,
+  makeStandIn,
+  parseSecretFlag,
+  type SecretBinding,
+} from './secret-binding.js';
+export {
   createRedactor,
   MIN_ENCODED_REDACTED_BYTES,
   MIN_REDACTED_LENGTH,

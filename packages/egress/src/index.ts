@@ -8,5 +8,6 @@ export {
   transparentPorts,
 } from './egress.js';
 export { type Decision, decide, matchGrant, type NetGrant, parseGrant, type Resolver } from './grants.js';
-export { EgressProxy, type EgressProxyOptions } from './proxy.js';
+export { EgressProxy, type EgressProxyOptions, type SecretRouting } from './proxy.js';
+export { type MisuseWhere, SecretReporter, StandInWatch } from './secrets/watch.js';
 export { type Dialer, TransparentEgress, type TransparentEgressOptions } from './transparent.js';

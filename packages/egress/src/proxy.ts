@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import { connect, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type Host, hostText, type SandboxEvent } from '@mcpsandbox/core';
+import { type BoundSecret, type Host, hostText, type SandboxEvent } from '@mcpsandbox/core';
 import { CONNECT_TIMEOUT, failureCode, INVALID_HOST } from './egress.js';
 import { type Decision, decide, type NetGrant, type Resolver } from './grants.js';
 import { forwardRequestHeaders, parseAuthority, parseProxyUrl, upstreamReply } from './proxy-http.js';
+import type { SessionCa } from './secrets/ca.js';
+import { StandInWatch } from './secrets/watch.js';
 
 export { type Decision, decide, type Resolver } from './grants.js';
 
@@ -14,6 +16,15 @@ export interface EgressProxyOptions {
   readonly resolve?: Resolver;
   /** Opens the tunnel's upstream connection to the checked address (tests). */
   readonly dial?: (address: string, port: number) => Socket;
+  /** `--secret`: connections to bound hosts end here in TLS, and the stand-ins are substituted. */
+  readonly secrets?: SecretRouting;
+}
+
+export interface SecretRouting {
+  readonly bound: readonly BoundSecret[];
+  readonly ca: SessionCa;
+  /** Trust for bound hosts' certificates (tests); else this host's default trust. */
+  readonly upstreamCa?: string | readonly string[];
 }
 
 /**
@@ -30,9 +41,13 @@ export class EgressProxy {
   readonly #http: Server;
   readonly #sockets = new Set<Duplex>();
   readonly #listeners = new Set<NetServer>();
+  readonly #watch: StandInWatch | undefined;
 
   constructor(options: EgressProxyOptions) {
     this.#options = options;
+    this.#watch = options.secrets
+      ? new StandInWatch(options.secrets.bound, (event) => this.#event(event))
+      : undefined;
     this.#http = createServer();
     this.#http.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
@@ -124,6 +139,7 @@ export class EgressProxy {
   }
 
   async #tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    this.#watch?.check(String(req.url), 'connect-target');
     const authority = parseAuthority(req.url);
     if (!authority.ok) {
       this.#refusedTarget('CONNECT', authority.reason);
@@ -139,6 +155,25 @@ export class EgressProxy {
       return;
     }
     if (socket.destroyed) return;
+    const secrets = this.#options.secrets;
+    const bound =
+      host.kind === 'name' ? secrets?.bound.filter((secret) => secret.hosts.includes(host.value)) : [];
+    if (secrets && host.kind === 'name' && bound && bound.length > 0) {
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      // Loaded only by a session that binds a secret: the others never read this code.
+      const { intercept } = await import('./secrets/intercept.js');
+      await intercept(socket, head, {
+        host: host.value,
+        port,
+        address: decision.address,
+        secrets: bound,
+        ca: secrets.ca,
+        ...(secrets.upstreamCa ? { upstreamCa: secrets.upstreamCa } : {}),
+        ...(this.#options.dial ? { dial: this.#options.dial } : {}),
+        onEvent: (event) => this.#event(event),
+      });
+      return;
+    }
     const upstream = this.#options.dial
       ? this.#options.dial(decision.address, port)
       : connect({ host: decision.address, port });
@@ -177,6 +212,8 @@ export class EgressProxy {
       return;
     }
     const { host, port, path } = target.value;
+    // A stand-in in plain HTTP is never replaced (the wire is readable by anyone on the way).
+    this.#watch?.check(`${String(req.url)}\n${req.rawHeaders.join('\n')}`, 'plain-http');
     const shown = `${hostText(host)}:${port}`;
     const decision = await decide(this.#options.grants, host, port, this.#options.resolve);
     this.#report(method, host, port, decision);
@@ -196,6 +233,7 @@ export class EgressProxy {
       method,
       path,
       headers: headers.value as string[],
+      ...(this.#options.dial ? { createConnection: () => this.#options.dial!(decision.address, port) } : {}),
       // The reply's headers are checked below, before anything of it reaches the sandbox.
       insecureHTTPParser: false,
     });

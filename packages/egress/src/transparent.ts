@@ -3,6 +3,7 @@ import type { SandboxEvent } from '@mcpsandbox/core';
 import { CONNECT_TIMEOUT, failureCode, type SyntheticNames } from './egress.js';
 import type { NetGrant } from './grants.js';
 import { decide, type Resolver } from './grants.js';
+import type { SecretRouting } from './proxy.js';
 
 /** Opens the upstream connection to a checked address (tests point it at a local server). */
 export type Dialer = (address: string, port: number) => Socket;
@@ -15,6 +16,8 @@ export interface TransparentEgressOptions {
   readonly onEvent?: (event: SandboxEvent) => void;
   readonly resolve?: Resolver;
   readonly dial?: Dialer;
+  /** `--secret`: a bound host's connections end in the session CA's TLS and are substituted. */
+  readonly secrets?: SecretRouting;
 }
 
 /**
@@ -77,6 +80,23 @@ export class TransparentEgress {
     });
     if (!decision.allow || socket.destroyed) {
       socket.destroy();
+      return;
+    }
+    const bound = this.#options.secrets?.bound.filter((secret) => secret.hosts.includes(name)) ?? [];
+    if (this.#options.secrets && bound.length > 0) {
+      socket.allowHalfOpen = false;
+      // Loaded only by a session that binds a secret.
+      const { intercept } = await import('./secrets/intercept.js');
+      await intercept(socket, Buffer.alloc(0), {
+        host: name,
+        port,
+        address: decision.address,
+        secrets: bound,
+        ca: this.#options.secrets.ca,
+        ...(this.#options.secrets.upstreamCa ? { upstreamCa: this.#options.secrets.upstreamCa } : {}),
+        ...(this.#options.dial ? { dial: this.#options.dial } : {}),
+        ...(onEvent ? { onEvent } : { onEvent: () => {} }),
+      });
       return;
     }
     const upstream = (this.#options.dial ?? defaultDialer)(decision.address, port);

@@ -8,6 +8,8 @@ describe('public exports', () => {
       'DnsResponder',
       'EgressProxy',
       'SANDBOX_DNS_ADDRESS',
+      'SecretReporter',
+      'StandInWatch',
       'SyntheticNames',
       'TransparentEgress',
       'addressRefusal',

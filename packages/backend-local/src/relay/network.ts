@@ -10,6 +10,9 @@ import {
   nameIsGranted,
   type Resolver,
   SANDBOX_DNS_ADDRESS,
+  SecretReporter,
+  type SecretRouting,
+  StandInWatch,
   type SyntheticNames,
   TransparentEgress,
   transparentPorts,
@@ -36,6 +39,8 @@ export interface SandboxNetworkOptions {
   readonly reporter: DenialReporter;
   readonly resolve?: Resolver;
   readonly dial?: Dialer;
+  /** `--secret`: connections to bound hosts are substituted (proxy and transparent path alike). */
+  readonly secrets?: SecretRouting;
 }
 
 const DNS_PORT = 53;
@@ -69,21 +74,30 @@ export class SandboxNetwork {
   constructor(options: SandboxNetworkOptions) {
     const { grants, names, reporter } = options;
     this.#logger = options.logger;
+    const secretReporter = options.secrets
+      ? new SecretReporter((line) => options.logger.warn(line))
+      : undefined;
     const emit = (event: SandboxEvent) => {
       options.onEvent?.(event);
       reporter.observe(event);
+      secretReporter?.observe(event);
     };
     const shared = {
       grants,
       onEvent: emit,
       ...(options.resolve ? { resolve: options.resolve } : {}),
       ...(options.dial ? { dial: options.dial } : {}),
+      ...(options.secrets ? { secrets: options.secrets } : {}),
     };
     this.#proxyOptions = shared;
     this.#transparent = new TransparentEgress({ ...shared, names });
+    // A stand-in in a looked-up name (a `*.suffix` grant would resolve it) is misuse, never a secret.
+    const watch = options.secrets ? new StandInWatch(options.secrets.bound, emit) : undefined;
     this.#dns = new DnsResponder({
-      addressFor: (name) =>
-        nameIsGranted(grants, name) ? (names.addressFor(name) ?? 'exhausted') : undefined,
+      addressFor: (name) => {
+        watch?.check(name, 'dns');
+        return nameIsGranted(grants, name) ? (names.addressFor(name) ?? 'exhausted') : undefined;
+      },
       refused: (name) => reporter.denied({ kind: 'name', value: name }, undefined, 'dns'),
       invalid: () => reporter.invalid('dns'),
     });

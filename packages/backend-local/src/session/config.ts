@@ -163,6 +163,7 @@ export function sandboxConfig(
     ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
     ...(options.dial ? { dial: options.dial } : {}),
+    ...(options.secretUpstreamCa ? { secretUpstreamCa: options.secretUpstreamCa } : {}),
     ...(trust ? { tlsTrust: trust } : {}),
     denialHints: options.denialHints ?? !['off', 'false', '0', 'no'].includes(settings.denialHints ?? 'on'),
   };
@@ -219,6 +220,7 @@ export interface SandboxConfig {
   readonly logger: Logger;
   readonly resolve?: Resolver;
   readonly dial?: Dialer;
+  readonly secretUpstreamCa?: string;
   readonly tlsTrust?: TlsTrust;
   readonly denialHints: boolean;
   /** The background install worker itself: install here, no pinning (see LocalBackendOptions). */

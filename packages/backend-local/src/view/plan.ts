@@ -46,6 +46,8 @@ export interface ViewContext {
   readonly setup: SetupDirs | undefined;
   /** Binds added by prepare() (the installed package), for every later exec. */
   readonly extraBinds: readonly Bind[];
+  /** `--secret`: the session CA's trust files and the variables that name them (never for install or setup). */
+  readonly secretTrust?: { readonly bind: Bind; readonly env: Readonly<Record<string, string>> };
   /** Host copies of `copy` mounts, by their index in the spec. */
   readonly copies: ReadonlyMap<number, string>;
   /** Own-file paths already announced, so that each is said once. */
@@ -187,6 +189,11 @@ function userBindsOf(
     if (!needed.every(bindable)) continue;
     userBinds.push(...needed);
     trustEnv[entry.name] = entry.value;
+  }
+  // The session CA, merged with the host's trust above: these variables replace theirs.
+  if (!isolated && context.secretTrust) {
+    userBinds.push(context.secretTrust.bind);
+    Object.assign(trustEnv, context.secretTrust.env);
   }
 
   return { userBinds, trustEnv };

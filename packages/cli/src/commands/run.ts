@@ -38,11 +38,14 @@ import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js'
 import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
+import { planSecrets } from './secret-plan.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
 export interface RunFlags {
   backend: string;
   env: string[];
+  /** `--secret NAME@host[,host…][:body]` (repeatable). */
+  secret?: string[];
   trace?: string;
   ttl: string;
   setup: string[];
@@ -104,6 +107,12 @@ function withRunOptions(command: Command, defaultBackend: string): Command {
     .option(
       '-e, --env <KEY|KEY=value>',
       'forward KEY from this environment, or set KEY=value (repeatable)',
+      collect,
+      [],
+    )
+    .option(
+      '--secret <NAME@host[,host…]>',
+      'give the server a stand-in for $NAME; the real value goes on the wire to these hosts only (local; repeatable)',
       collect,
       [],
     )
@@ -256,17 +265,29 @@ export async function planRun(
         `choose one with ${required} isolation or stronger (${strongerThan(required)})`,
     );
   }
+  const bound = planSecrets(flags.secret ?? [], io.env, backend, allowNet, Object.keys(allow.env));
+  const env = { ...allow.env };
+  for (const secret of bound) env[secret.name] = secret.standIn;
+  // A bound variable is not withheld: the server has its stand-in (no --env hint for it).
+  const boundNames = new Set(bound.map((secret) => secret.name));
+  const withheld = allow.withheld.filter((name) => !boundNames.has(name));
   return {
     backend,
-    allow,
-    secrets: new SecretSet(allow.secrets),
+    allow: {
+      ...allow,
+      withheld,
+      withheldSecretLike: allow.withheldSecretLike.filter((name) => !boundNames.has(name)),
+    },
+    secrets: new SecretSet([...allow.secrets, ...bound.map((secret) => secret.value)]),
     setup: flags.setup,
     spec: {
       sessionId: randomUUID(),
-      env: allow.env,
+      env,
       ttlMs,
       mounts: [...mounts, ...copies.map((c) => c.mount)],
-      ...(allowNet.length > 0 ? { network: { allow: allowNet } } : {}),
+      ...(allowNet.length > 0
+        ? { network: { allow: allowNet, ...(bound.length > 0 ? { secrets: bound } : {}) } }
+        : {}),
     },
     ...(maxLineBytes ? { maxLineBytes } : {}),
     timing,
@@ -318,6 +339,11 @@ export function announce(plan: RunPlan, logger: Logger): void {
   logger.info(
     `env: ${Object.keys(allow.env).length} variable(s) passed in; ${allow.withheld.length} host variable(s) withheld${secretNote}`,
   );
+  for (const secret of plan.spec.network?.secrets ?? []) {
+    logger.info(
+      `secret ${secret.name}: the server holds a stand-in; the real value goes only to ${secret.hosts.join(', ')} (request line and credential headers${secret.body ? ', and bodies' : ''})`,
+    );
+  }
   if (allow.unredacted.length > 0) {
     logger.warn(
       `${allow.unredacted.join(', ')}: value shorter than ${MIN_REDACTED_LENGTH} characters, so it is not redacted from the trace and stderr (a value that short would match everywhere)`,

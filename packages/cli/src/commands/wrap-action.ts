@@ -1,5 +1,12 @@
 import { isAbsolute, resolve } from 'node:path';
-import { createStderrLogger, escapeControls, type Logger, parseDuration, UsageError } from '@mcpsandbox/core';
+import {
+  createStderrLogger,
+  escapeControls,
+  type Logger,
+  parseDuration,
+  parseSecretFlag,
+  UsageError,
+} from '@mcpsandbox/core';
 import type { Command } from 'commander';
 import { BACKEND_ENV } from '../compat.js';
 import {
@@ -135,6 +142,10 @@ function runValue(key: string, value: string, options: CliOptions): string {
         );
       }
       return value;
+    case 'secret':
+      // Parsed for its refusals (a value on the command line above all); written as given.
+      parseSecretFlag(value);
+      return value;
     case 'ttl':
       parseDuration(value, '--ttl');
       return value;
@@ -188,6 +199,8 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const userMounts: string[] = [];
   for (let i = 0; i < runArgs.length; i++) {
     if (runArgs[i] === '--env') given.add(runArgs[i + 1] as string);
+    // A bound secret's variable stays in the env block for run to read, never as --env too.
+    if (runArgs[i] === '--secret') given.add((runArgs[i + 1] as string).split('@')[0] as string);
     if (runArgs[i] === '--mount') {
       const spec = runArgs[i + 1] as string;
       userMounts.push(spec);

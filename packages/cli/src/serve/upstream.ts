@@ -7,6 +7,7 @@ import {
   type TraceSink,
 } from '@mcpsandbox/core';
 import type { RunPlan } from '../commands/run.js';
+import { withFreshStandIns } from '../commands/secret-plan.js';
 import { sandboxOutput } from '../sandbox-output.js';
 
 /** A JSON-RPC message as parsed from one line; only its shape is looked at. */
@@ -69,7 +70,7 @@ export class Upstream implements ServerLink {
       backend: plan.backend,
       command: options.command,
       setup: plan.setup,
-      spec: { ...plan.spec, sessionId: options.sessionId },
+      spec: { ...withFreshStandIns(plan.spec), sessionId: options.sessionId },
       secrets: options.secrets,
       input: this.#input,
       output,

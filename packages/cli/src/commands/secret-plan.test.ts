@@ -1,0 +1,45 @@
+import { bindSecret, parseSecretFlag, type SandboxBackend, UsageError } from '@mcpsandbox/core';
+import { describe, expect, it } from 'vitest';
+import { planSecrets, withFreshStandIns } from './secret-plan.js';
+
+const REAL = 'xoxb-1234567890-abcdefghijKLMN';
+const local = { id: 'local' } as SandboxBackend;
+
+describe('planSecrets', () => {
+  it('binds each flag and refuses what cannot be honoured', () => {
+    const [bound] = planSecrets(['SLACK@slack.com'], { SLACK: REAL }, local, ['slack.com'], []);
+    expect(bound?.value).toBe(REAL);
+    expect(() =>
+      planSecrets(['SLACK@slack.com'], { SLACK: REAL }, { id: 'srt' } as SandboxBackend, ['slack.com'], []),
+    ).toThrow(/not supported on backend srt.*--env SLACK/);
+    expect(() =>
+      planSecrets(['SLACK@slack.com', 'SLACK@slack.com'], { SLACK: REAL }, local, ['slack.com'], []),
+    ).toThrow(UsageError);
+    expect(() => planSecrets(['SLACK@slack.com'], { SLACK: REAL }, local, ['*.slack.com'], [])).toThrow(
+      /not granted/,
+    );
+  });
+});
+
+describe('withFreshStandIns (serve: one sandbox per session)', () => {
+  it('gives every session its own stand-in, in its env and its bindings, and keeps the value', () => {
+    const secret = bindSecret(parseSecretFlag('SLACK@slack.com'), { SLACK: REAL });
+    const spec = {
+      sessionId: 'a',
+      env: { SLACK: secret.standIn, OTHER: 'x' },
+      ttlMs: 1000,
+      network: { allow: ['slack.com'], secrets: [secret] },
+    };
+    const one = withFreshStandIns(spec);
+    const two = withFreshStandIns(spec);
+    expect(one.env.SLACK).not.toBe(secret.standIn);
+    expect(one.env.SLACK).not.toBe(two.env.SLACK);
+    expect(one.network?.secrets?.[0]?.standIn).toBe(one.env.SLACK);
+    expect(one.network?.secrets?.[0]?.value).toBe(REAL);
+    expect(one.env.OTHER).toBe('x');
+    expect(withFreshStandIns({ ...spec, network: { allow: [] } })).toEqual({
+      ...spec,
+      network: { allow: [] },
+    });
+  });
+});
