@@ -3,7 +3,7 @@
  * or in this process, and a writable copy of the server's own package over its cache entry.
  */
 import { chownSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   defaultPinLockFile,
   type ExecOptions,
@@ -11,9 +11,10 @@ import {
   type PrepareOptions,
   pinNpxPackage,
   type RegistryTrust,
+  type SandboxEvent,
   SandboxFailureError,
 } from '@mcpsandbox/core';
-import { type Bind, type HostNpmConfig, prepareNpx, type StateDirs } from '@mcpsandbox/host-side';
+import { type Bind, type HostNpmConfig, prepareNpx, prepareUvx, type StateDirs } from '@mcpsandbox/host-side';
 import type { SpawnedProcess } from '../child-process.js';
 import type { SandboxConfig, SpawnExtras } from '../session/config.js';
 import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './launch.js';
@@ -57,6 +58,27 @@ export async function prepareCommand(
   const inline = context.config.inlineInstall;
   const worker = inline ? undefined : installWorkerPath();
   const npm = context.config.npm;
+  const install = (
+    argv: readonly string[],
+    binds: readonly Bind[],
+    network: ExecOptions['network'],
+    env: Readonly<Record<string, string>>,
+    onEvent: (event: SandboxEvent) => void,
+  ) => context.spawn(argv, { ...(network ? { network } : {}), env }, { binds, install: true, onEvent });
+  // uvx: an environment of its own beside npm's cache, pinned in the same lock.
+  const uvx = await prepareUvx(command, options, {
+    cache: npm,
+    runAs: context.config.info.runAs,
+    onEvent: context.config.spec.onEvent,
+    logger: context.config.logger,
+    uvCacheRoot: join(dirname(npm.cacheRoot), 'uv'),
+    lockFile: defaultPinLockFile(context.config.hostEnv, context.config.hostHome),
+    install,
+  });
+  if (uvx) {
+    context.extraBinds.push(...uvx.binds);
+    return uvx.command;
+  }
   const result = await prepareNpx(command, options, {
     cache: npm,
     runAs: context.config.info.runAs,
