@@ -109,7 +109,10 @@ export function findUvTools(env: Env): UvTools {
  */
 export function pythonNeeded(output: string, have: string): string | undefined {
   const match = /Python\s*(>=|>|~=|==)\s*(\d+(?:\.\d+){0,2})/.exec(output);
-  if (!match || !/requires-python|current Python version|does not satisfy Python/i.test(output))
+  if (
+    !match ||
+    !/requires-python|requires Python|current Python version|does not satisfy Python/i.test(output)
+  )
     return undefined;
   const [, op, version] = match;
   const [major, minor] = (version ?? '').split('.');
