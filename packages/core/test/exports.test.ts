@@ -24,6 +24,9 @@ describe('@mcpsandbox/core public exports', () => {
         "MAX_TIMER_MS",
         "MIN_ENCODED_REDACTED_BYTES",
         "MIN_REDACTED_LENGTH",
+        "PYTHON_HASH",
+        "PYTHON_NAME",
+        "PYTHON_VERSION",
         "PendingBytes",
         "PinChangedError",
         "ProcessClosedError",
@@ -78,6 +81,7 @@ describe('@mcpsandbox/core public exports', () => {
         "startBridge",
         "summarizeTrace",
         "updatePins",
+        "updatePythonPins",
       ]
     `);
   });
