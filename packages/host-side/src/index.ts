@@ -53,15 +53,12 @@ export {
   tlsTrustNames,
 } from './tls-trust.js';
 export {
-  DEFAULT_PYTHON_INDEX,
   isUvxCommand,
   type PreparedUvx,
   parseUvxCommand,
   prepareUvx,
-  SANDBOX_UV_ROOT,
   type UvxCommand,
   type UvxDeps,
-  userPythonIndex,
 } from './uvx.js';
 export {
   ALWAYS_HIDDEN,

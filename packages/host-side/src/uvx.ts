@@ -195,92 +195,21 @@ async function install(
   const { index, tools } = source;
   const inside = `${SANDBOX_UV_ROOT}/${key}`;
   const stagingName = basename(mkdtempSync(at(root.fd, `${key}.tmp-`)));
-  let staging: OpenDir | undefined;
-  let prefix: OpenDir | undefined;
-  let input: OpenDir | undefined;
+  let dirs: StagingDirs | undefined;
   try {
-    staging = openDirAt(root, stagingName);
-    if (!staging || staging.stat.uid !== (process.getuid?.() ?? 0)) {
-      throw new HostFsError(`the staging directory ${stagingName} is not ours`);
-    }
-    fchmodSync(staging.fd, deps.runAs ? 0o711 : 0o700);
-    writeFileAt(staging, OWNER, String(process.pid));
-    mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
-    mkdirSync(at(staging.fd, INPUT), { mode: 0o755 });
-    prefix = openDirAt(staging, PREFIX);
-    input = openDirAt(staging, INPUT);
-    if (!prefix || !input) throw new HostFsError('the install prefix vanished');
-    if (deps.runAs) fchownSync(prefix.fd, deps.runAs.uid, deps.runAs.gid);
+    dirs = openStaging(root, stagingName, deps.runAs);
+    const { staging, prefix, input } = dirs;
     const quota = deps.cache.quota ?? installQuota(deps.cache.hostEnv);
     const budget = installBudget(quota, cacheUsage(root, quota, stagingName), deps.uvCacheRoot);
     const full = cacheFullError(parsed.requirement, budget);
     if (full) throw full;
     const guard = new InstallGuard(prefix, budget, parsed.requirement);
     const grants = indexGrants(index);
-    const binds: Bind[] = [
-      { source: join(deps.uvCacheRoot, stagingName, PREFIX), dest: inside, mode: 'rw' },
-      { source: join(deps.uvCacheRoot, stagingName, INPUT), dest: SANDBOX_UV_INPUT, mode: 'ro' },
-      ...tools.binds,
-    ];
-    // uv's own settings only from here: no config file, no Python download, no shared cache.
-    const env: Record<string, string> = {
-      ...deps.cache.installEnv,
-      UV_NO_CONFIG: '1',
-      UV_PYTHON_DOWNLOADS: 'never',
-      UV_NO_CACHE: '1',
-      UV_LINK_MODE: 'copy',
-    };
-    const report = new InstallReport();
-    const step = async (argv: string[], what: string) => {
-      // uv by the real path found on the host (a shim on PATH would need the home).
-      const status = await runStep(
-        [tools.uv, ...argv.slice(1)],
-        binds,
-        { allow: grants },
-        env,
-        report,
-        options,
-        deps as NpxDeps,
-        guard,
-      );
-      if (status.code !== 0) throw uvFailure(parsed, what, status, report, tools, source.pin !== undefined);
-    };
+    const step = stepRunner({ parsed, source, inside, stagingName, grants, guard }, options, deps);
     const common = ['--no-config', '--index-url', index, '--python', tools.python];
-    let dists = source.pin?.dists;
-    if (!dists) {
-      writeFileAt(input, 'requirements.in', `${parsed.requirement}\n`);
-      deps.logger.info(
-        `resolving ${parsed.requirement} against ${index} (network: ${grants.join(', ')} only)`,
-      );
-      await step(
-        [
-          'uv',
-          'pip',
-          'compile',
-          ...common,
-          '--generate-hashes',
-          '--no-header',
-          '--no-annotate',
-          '--quiet',
-          '-o',
-          `${inside}/resolved.txt`,
-          `${SANDBOX_UV_INPUT}/requirements.in`,
-        ],
-        'resolving',
-      );
-      const resolved = parseCompiled(
-        readFileAt(prefix, ['resolved.txt'], 4 * 2 ** 20)?.toString('utf8') ?? '',
-      );
-      if (!resolved) {
-        throw new SandboxFailureError(
-          `uv's resolution of ${parsed.requirement} is not a list of pinned, hashed distributions`,
-          {
-            code: 'E_PREPARE',
-          },
-        );
-      }
-      dists = recordPin(deps, index, parsed.requirement, resolved);
-    }
+    const dists =
+      source.pin?.dists ??
+      (await resolveAndPin({ parsed, index, inside, common, grants, prefix, input, step }, deps));
     writeFileAt(input, 'requirements.txt', requirementsText(dists));
     deps.logger.info(
       `installing ${parsed.requirement} (${dists.length} distributions, pinned) with Python ${tools.pythonVersion}`,
@@ -289,35 +218,11 @@ async function install(
       ['uv', 'venv', '--no-config', '--python', tools.python, '--quiet', `${inside}/venv`],
       'making the environment',
     );
-    await step(
-      [
-        'uv',
-        'pip',
-        'install',
-        ...common.slice(0, 3),
-        '--python',
-        `${inside}/venv/bin/python`,
-        '--require-hashes',
-        '--no-deps',
-        '--quiet',
-        '-r',
-        `${SANDBOX_UV_INPUT}/requirements.txt`,
-      ],
-      'installing',
-    );
-    return publish(
-      root,
-      key,
-      stagingName,
-      { staging, prefix, guard },
-      {
-        requirement: parsed.requirement,
-        index,
-        bin: parsed.bin,
-        digest: digestOf(dists),
-      },
-      deps.runAs,
-    );
+    const venvPython = ['--python', `${inside}/venv/bin/python`];
+    const exact = ['--require-hashes', '--no-deps', '--quiet', '-r', `${SANDBOX_UV_INPUT}/requirements.txt`];
+    await step(['uv', 'pip', 'install', ...common.slice(0, 3), ...venvPython, ...exact], 'installing');
+    const entry = { requirement: parsed.requirement, index, bin: parsed.bin, digest: digestOf(dists) };
+    return publish(root, key, stagingName, { staging, prefix, guard }, entry, deps.runAs);
   } catch (error) {
     try {
       removeAt(root, stagingName, undefined, { last: OWNER });
@@ -326,10 +231,123 @@ async function install(
     }
     throw error;
   } finally {
+    closeDir(dirs?.input);
+    closeDir(dirs?.prefix);
+    closeDir(dirs?.staging);
+  }
+}
+
+interface StepContext {
+  readonly parsed: UvxCommand;
+  readonly source: Source;
+  readonly inside: string;
+  readonly stagingName: string;
+  readonly grants: readonly string[];
+  readonly guard: InstallGuard;
+}
+
+/**
+ * Runs one uv command of the install in the sandbox: the prefix read-write and the host's
+ * inputs read-only, egress to the index alone, uv's own settings only from here (no config
+ * file, no Python download, no shared cache), and no variable but `--install-env`'s.
+ */
+function stepRunner(
+  c: StepContext,
+  options: PrepareOptions,
+  deps: UvxDeps,
+): (argv: string[], what: string) => Promise<void> {
+  const { tools } = c.source;
+  const binds: Bind[] = [
+    { source: join(deps.uvCacheRoot, c.stagingName, PREFIX), dest: c.inside, mode: 'rw' },
+    { source: join(deps.uvCacheRoot, c.stagingName, INPUT), dest: SANDBOX_UV_INPUT, mode: 'ro' },
+    ...tools.binds,
+  ];
+  const env: Record<string, string> = {
+    ...deps.cache.installEnv,
+    UV_NO_CONFIG: '1',
+    UV_PYTHON_DOWNLOADS: 'never',
+    UV_NO_CACHE: '1',
+    UV_LINK_MODE: 'copy',
+  };
+  const report = new InstallReport();
+  const network = { allow: [...c.grants] };
+  return async (argv, what) => {
+    // uv by the real path found on the host (a shim on PATH would need the home).
+    const uvArgv = [tools.uv, ...argv.slice(1)];
+    const status = await runStep(uvArgv, binds, network, env, report, options, deps, c.guard);
+    if (status.code !== 0) throw uvFailure(c.parsed, what, status, report, tools, c.source.pin !== undefined);
+  };
+}
+
+interface StagingDirs {
+  readonly staging: OpenDir;
+  readonly prefix: OpenDir;
+  readonly input: OpenDir;
+}
+
+/**
+ * The staging directory, opened without following and checked as ours, with the prefix uv
+ * writes (owned by the sandbox's user) and the host's inputs beside it. On a throw, what was
+ * opened is closed here; the caller removes the directory.
+ */
+function openStaging(root: OpenDir, stagingName: string, runAs: UvxDeps['runAs']): StagingDirs {
+  const staging = openDirAt(root, stagingName);
+  let prefix: OpenDir | undefined;
+  let input: OpenDir | undefined;
+  try {
+    if (!staging || staging.stat.uid !== (process.getuid?.() ?? 0)) {
+      throw new HostFsError(`the staging directory ${stagingName} is not ours`);
+    }
+    fchmodSync(staging.fd, runAs ? 0o711 : 0o700);
+    writeFileAt(staging, OWNER, String(process.pid));
+    mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
+    mkdirSync(at(staging.fd, INPUT), { mode: 0o755 });
+    prefix = openDirAt(staging, PREFIX);
+    input = openDirAt(staging, INPUT);
+    if (!prefix || !input) throw new HostFsError('the install prefix vanished');
+    if (runAs) fchownSync(prefix.fd, runAs.uid, runAs.gid);
+    return { staging, prefix, input };
+  } catch (error) {
     closeDir(input);
     closeDir(prefix);
     closeDir(staging);
+    throw error;
   }
+}
+
+interface Resolving {
+  readonly parsed: UvxCommand;
+  readonly index: string;
+  readonly inside: string;
+  readonly common: readonly string[];
+  readonly grants: readonly string[];
+  readonly prefix: OpenDir;
+  readonly input: OpenDir;
+  readonly step: (argv: string[], what: string) => Promise<void>;
+}
+
+/**
+ * First install of a requirement: `uv pip compile --generate-hashes` in the sandbox (an sdist's
+ * build code runs there to give its metadata), its output read without following links and
+ * parsed in full, and the set pinned.
+ */
+async function resolveAndPin(r: Resolving, deps: UvxDeps): Promise<readonly PythonDist[]> {
+  const { parsed, index, inside } = r;
+  writeFileAt(r.input, 'requirements.in', `${parsed.requirement}\n`);
+  deps.logger.info(`resolving ${parsed.requirement} against ${index} (network: ${r.grants.join(', ')} only)`);
+  const compile = ['uv', 'pip', 'compile', ...r.common, '--generate-hashes', '--no-header', '--no-annotate'];
+  await r.step(
+    [...compile, '--quiet', '-o', `${inside}/resolved.txt`, `${SANDBOX_UV_INPUT}/requirements.in`],
+    'resolving',
+  );
+  const resolved = parseCompiled(readFileAt(r.prefix, ['resolved.txt'], 4 * 2 ** 20)?.toString('utf8') ?? '');
+  if (!resolved) {
+    throw new SandboxFailureError(
+      `uv's resolution of ${parsed.requirement} is not a list of pinned, hashed distributions`,
+      { code: 'E_PREPARE' },
+    );
+  }
+  return recordPin(deps, index, parsed.requirement, resolved);
 }
 
 /** Pins the resolved set under the lock's mutex; a pin another start wrote meanwhile wins. */
