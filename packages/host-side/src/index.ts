@@ -59,6 +59,7 @@ export {
   prepareUvx,
   type UvxCommand,
   type UvxDeps,
+  uvCacheRoot,
 } from './uvx.js';
 export {
   ALWAYS_HIDDEN,

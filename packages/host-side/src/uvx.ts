@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, unlinkSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import {
   PinChangedError,
   type PrepareOptions,
@@ -48,6 +48,11 @@ export const DEFAULT_PYTHON_INDEX = 'https://pypi.org/simple';
 const MARKER = 'install.json';
 const INPUT = 'input';
 const LAYOUT = 'uv1';
+
+/** uvx's environments: beside npm's install cache, under the same rules (host-only writes). */
+export function uvCacheRoot(npmCacheRoot: string): string {
+  return join(dirname(npmCacheRoot), 'uv');
+}
 
 export interface UvxDeps extends Omit<NpxDeps, 'pin' | 'background'> {
   /** The install cache of uvx environments (a sibling of npm's). */

@@ -53,6 +53,7 @@ describe('public exports', () => {
       'removeState',
       'tlsTrustNames',
       'unwritableMountWarnings',
+      'uvCacheRoot',
       'writeFileAt',
     ]);
   });

@@ -3,7 +3,7 @@
  * or in this process, and a writable copy of the server's own package over its cache entry.
  */
 import { chownSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import {
   defaultPinLockFile,
   type ExecOptions,
@@ -14,7 +14,14 @@ import {
   type SandboxEvent,
   SandboxFailureError,
 } from '@mcpsandbox/core';
-import { type Bind, type HostNpmConfig, prepareNpx, prepareUvx, type StateDirs } from '@mcpsandbox/host-side';
+import {
+  type Bind,
+  type HostNpmConfig,
+  prepareNpx,
+  prepareUvx,
+  type StateDirs,
+  uvCacheRoot,
+} from '@mcpsandbox/host-side';
 import type { SpawnedProcess } from '../child-process.js';
 import type { SandboxConfig, SpawnExtras } from '../session/config.js';
 import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './launch.js';
@@ -71,7 +78,7 @@ export async function prepareCommand(
     runAs: context.config.info.runAs,
     onEvent: context.config.spec.onEvent,
     logger: context.config.logger,
-    uvCacheRoot: join(dirname(npm.cacheRoot), 'uv'),
+    uvCacheRoot: uvCacheRoot(npm.cacheRoot),
     lockFile: defaultPinLockFile(context.config.hostEnv, context.config.hostHome),
     install,
   });
