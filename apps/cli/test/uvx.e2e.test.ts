@@ -99,15 +99,23 @@ interface Started {
 }
 
 /** `mcp-sandbox run -- uvx <args>`: initialize and tools/list, then stdin closed. */
-async function start(args: readonly string[], env: Record<string, string> = {}): Promise<Started> {
-  const run = spawnBin(['run', '--', 'uvx', ...args], {
-    PATH: process.env.PATH ?? '',
-    HOME: home,
-    XDG_CACHE_HOME: cache,
-    MCP_SANDBOX_PIN_LOCK: lock,
-    UV_DEFAULT_INDEX: indexUrl,
-    ...env,
-  });
+async function start(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+): Promise<Started> {
+  const run = spawnBin(
+    ['run', '--', 'uvx', ...args],
+    {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      XDG_CACHE_HOME: cache,
+      MCP_SANDBOX_PIN_LOCK: lock,
+      UV_DEFAULT_INDEX: indexUrl,
+      ...env,
+    },
+    cwd,
+  );
   run.child.stdin.write(
     line({
       jsonrpc: '2.0',
@@ -211,6 +219,21 @@ describe('uvx install step (local)', () => {
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/needs Python >=3\.99.*uv python install 3\.99/);
     expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+
+  it('runs no module of the working folder on the host while it looks for uv and Python', async () => {
+    // The working folder may be a server's rw mount: a `uv.py` there must not run when the host
+    // asks its Python where uv is (a version manager's shim on PATH is not uv itself).
+    const folder = mkdtempSync(join(root, 'project-'));
+    const ran = join(root, `host-ran-${randomBytes(4).toString('hex')}`);
+    for (const name of ['uv.py', 'sys.py', 'sitecustomize.py']) {
+      writeFileSync(join(folder, name), `open(${JSON.stringify(ran)}, "a").write("${name}\\n")\n`);
+    }
+    const shims = mkdtempSync(join(root, 'shims-'));
+    writeFileSync(join(shims, 'uv'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+    // Debian's python3 (the one .ci/run checks for), with no uv beside it.
+    await start(['swap-demo==1.0'], { PATH: `${shims}:/usr/bin:/bin` }, folder);
+    expect(existsSync(ran) ? readFileSync(ran, 'utf8') : '').toBe('');
   }, 60_000);
 
   it('refuses a uvx option it does not understand, with a message', async () => {

@@ -49,10 +49,14 @@ function onPath(names: readonly string[], env: Env): string[] {
   return found;
 }
 
-/** Asks a host command for one short line (the user's own programs, from the user's PATH). */
-function ask(file: string, args: readonly string[], env: Env): string | undefined {
+/**
+ * Asks a host Python for one short line: isolated (`-I`: neither the working folder nor PYTHON*
+ * variables on its path, where a server's rw mount could have put a `uv.py`) and run from `/`.
+ */
+function ask(file: string, code: string, env: Env): string | undefined {
   try {
-    const out = execFileSync(file, args, {
+    const out = execFileSync(file, ['-I', '-c', code], {
+      cwd: '/',
       env: { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '/' },
       encoding: 'utf8',
       timeout: 10_000,
@@ -73,7 +77,7 @@ function ask(file: string, args: readonly string[], env: Env): string | undefine
 export function findUvTools(env: Env): UvTools {
   let uv = onPath(['uv'], env)[0];
   if (uv === undefined) {
-    const said = ask('python3', ['-c', 'import uv; print(uv.find_uv_bin())'], env);
+    const said = ask('python3', 'import uv; print(uv.find_uv_bin())', env);
     if (said && isAbsolute(said) && isElf(said)) uv = realpathSync(said);
   }
   if (uv === undefined) {
@@ -85,7 +89,7 @@ export function findUvTools(env: Env): UvTools {
   let python: string | undefined;
   let pythonVersion: string | undefined;
   for (const candidate of onPath(['python3'], env)) {
-    const said = ask(candidate, ['-c', 'import sys; print("%d.%d.%d" % sys.version_info[:3])'], env);
+    const said = ask(candidate, 'import sys; print("%d.%d.%d" % sys.version_info[:3])', env);
     if (said && /^\d{1,2}\.\d{1,3}\.\d{1,3}$/.test(said)) {
       python = candidate;
       pythonVersion = said;
