@@ -209,7 +209,8 @@ async function install(
     const full = cacheFullError(parsed.requirement, budget);
     if (full) throw full;
     const guard = new InstallGuard(prefix, budget, parsed.requirement);
-    const grants = indexGrants(index);
+    // `--install-allow-net` hosts too: build code that downloads what it needs, granted by the user.
+    const grants = [...indexGrants(index), ...(deps.cache.installHosts ?? [])];
     const step = stepRunner({ parsed, source, inside, stagingName, grants, guard }, options, deps);
     const common = ['--no-config', '--index-url', index, '--python', tools.python];
     const dists =
