@@ -149,7 +149,9 @@ export async function prepareUvx(
       );
     }
     return {
-      command: [`${inside}/venv/bin/${entry.bin}`, ...parsed.args],
+      // By the venv's python, not the script's `#!` line: an engine that shows paths in place
+      // made the venv at the staging path, which the rename into the cache changed.
+      command: [`${inside}/venv/bin/python`, `${inside}/venv/bin/${entry.bin}`, ...parsed.args],
       binds: [{ source: join(entryPath, PREFIX), dest: inside, mode: 'ro' }, ...tools.binds],
     };
   } finally {
