@@ -94,18 +94,24 @@ afterAll(async () => {
 interface Started {
   readonly code: number | null;
   readonly stderr: string;
-  readonly info?: { flavor: string; built: Record<string, unknown>; planted: string[] };
+  readonly info?: {
+    flavor: string;
+    built: Record<string, unknown>;
+    planted: string[];
+    probe: Record<string, string>;
+  };
   readonly tools?: unknown;
 }
 
-/** `mcp-sandbox run -- uvx <args>`: initialize and tools/list, then stdin closed. */
+/** `mcp-sandbox run [runArgs] -- uvx <args>`: initialize and tools/list, then stdin closed. */
 async function start(
   args: readonly string[],
   env: Record<string, string> = {},
   cwd?: string,
+  runArgs: readonly string[] = [],
 ): Promise<Started> {
   const run = spawnBin(
-    ['run', '--', 'uvx', ...args],
+    ['run', ...runArgs, '--', 'uvx', ...args],
     {
       PATH: process.env.PATH ?? '',
       HOME: home,
@@ -183,8 +189,11 @@ describe('uvx install step (local)', () => {
     expect(existsSync(hostPlant)).toBe(false);
     expect(existsSync(join(home, 'planted-by-build'))).toBe(false);
     // The next server (a warm start of the same one) sees nothing the build planted.
-    const again = await start(['hostile-build==1.0']);
+    // And the server itself runs with none of the install's network: the index is not reachable.
+    const indexHost = new URL(indexUrl).host;
+    const again = await start(['hostile-build==1.0'], {}, undefined, ['--env', `PROBE=${indexHost}`]);
     expect(again.info?.planted).toEqual([]);
+    expect(again.info?.probe.index).toMatch(/Error|refused|denied/i);
     expect(again.stderr).not.toMatch(/resolving|installing/);
   }, 120_000);
 
