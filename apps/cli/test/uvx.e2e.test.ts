@@ -55,6 +55,10 @@ beforeAll(async () => {
   index = createHttpServer((req, res) => {
     const url = req.url ?? '';
     served.push(url);
+    // A project whose index page sends the installer elsewhere (another port, as a mirror would).
+    if (url === '/simple/redirect-demo/') {
+      return res.writeHead(302, { location: `http://127.0.0.2:${exfilPort}/simple/redirect-demo/` }).end();
+    }
     const project = /^\/simple\/([a-z0-9-]+)\/$/.exec(url);
     if (project) {
       const list = projects.get(project[1] as string);
@@ -243,6 +247,16 @@ describe('uvx install step (local)', () => {
     // Debian's python3 (the one .ci/run checks for), with no uv beside it.
     await start(['swap-demo==1.0'], { PATH: `${shims}:/usr/bin:/bin` }, folder);
     expect(existsSync(ran) ? readFileSync(ran, 'utf8') : '').toBe('');
+  }, 60_000);
+
+  it('an index that redirects elsewhere gets the install nowhere: only the index is reachable', async () => {
+    const before = stolen;
+    const result = await start(['redirect-demo==1.0']);
+    expect(result.code).not.toBe(0);
+    expect(result.info).toBeUndefined();
+    expect(stolen).toBe(before);
+    expect(result.stderr).toMatch(/resolving redirect-demo==1\.0 failed/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
 
   it('refuses a uvx option it does not understand, with a message', async () => {
