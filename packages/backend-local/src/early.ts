@@ -20,7 +20,7 @@ import type {
   SandboxProcess,
   SandboxSpec,
 } from '@mcpsandbox/core';
-import { parseNpxCommand } from '@mcpsandbox/host-side';
+import { isUvxCommand, parseNpxCommand } from '@mcpsandbox/host-side';
 import { holdOutput } from './child-process.js';
 import { createLocalBackend, type LocalSandboxHandle } from './local.js';
 import type { EarlyAdoption, LocalBackendOptions } from './options.js';
@@ -161,7 +161,9 @@ export class EarlyLocalStart implements EarlyAdoption {
   async started(): Promise<void> {
     const steps = this.#steps;
     if (!steps) return;
-    await (parseNpxCommand(this.#command) ? steps.sandbox : steps.proc).catch(() => undefined);
+    await (parseNpxCommand(this.#command) || isUvxCommand(this.#command) ? steps.sandbox : steps.proc).catch(
+      () => undefined,
+    );
   }
 
   /**

@@ -20,6 +20,7 @@ import {
   endNamespace,
   hiddenRoots,
   identifyInit,
+  isUvxCommand,
   type NamespaceInit,
   openState,
   parseNpxCommand,
@@ -233,8 +234,8 @@ class LocalSandbox implements Sandbox, LocalSandboxHandle {
   /** The npx install step (see install/prepare.ts). */
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
     this.#assertOpen();
-    // Only an `npx -y` start has an install step: its code loads with it, not with every start.
-    if (!parseNpxCommand(command)) return command;
+    // Only an `npx -y` or `uvx` start has an install step: its code loads with it, not with every start.
+    if (!parseNpxCommand(command) && !isUvxCommand(command)) return command;
     const { prepareCommand } = await import('./install/prepare.js');
     return prepareCommand(
       {

@@ -328,6 +328,30 @@ describe('host-side operations under local, attacked through mcp-sandbox run', (
     expect(existsSync(cache)).toBe(true);
   });
 
+  it("refuses a read-write --mount of uvx's environments (beside npm's install cache)", () => {
+    const parent = freshDir('parent');
+    const uv = join(parent, 'uv');
+    mkdirSync(uv);
+    const result = spawnSync(
+      process.execPath,
+      [
+        BIN,
+        'run',
+        '--mount',
+        `${uv}:rw`,
+        '--backend-option',
+        `npmCacheDir=${join(parent, 'npx')}`,
+        '--',
+        'node',
+        SERVER,
+      ],
+      { input: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n', encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(result.status, result.stderr).toBe(2);
+    expect(result.stderr).toContain('the install cache');
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
   it('a script an earlier session rewrote in a rw mount cannot choose which hidden host directory is bound', {
     timeout: 60_000,
   }, async () => {

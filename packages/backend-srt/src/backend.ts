@@ -15,6 +15,7 @@ import {
   openState,
   planTlsTrust,
   unwritableMountWarnings,
+  uvCacheRoot,
 } from '@mcpsandbox/host-side';
 import { enforcedBy, refuseUnsupportedCommands, SRT_VERSION, srtEngine } from './engine.js';
 import { checkPathMounts, srtPlatformOf, userDataRoots } from './policy.js';
@@ -78,6 +79,11 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
       const stateDir = options.stateDir ?? settings.stateDir ?? tmpdir();
       const stateRoot = settings.stateRoot ?? defaultStateRoot(hostEnv, home, runsAsOther);
       checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
+      checkMountsSpareHostState(spec.mounts ?? [], {
+        stateDir,
+        cacheRoot: uvCacheRoot(npm.cacheRoot),
+        stateRoot,
+      });
       if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
       for (const warning of unwritableMountWarnings(spec.mounts ?? [], engine.runAs)) logger.warn(warning);
       const trust = tlsTrust ? planTlsTrust(hostEnv, userDataRoots(engine.platform, home)) : undefined;

@@ -27,7 +27,9 @@ import {
   type NpxCacheOptions,
   ownFiles,
   prepareNpx,
+  prepareUvx,
   type StateDirs,
+  uvCacheRoot,
 } from '@mcpsandbox/host-side';
 import type { SrtEngine } from './engine.js';
 import { launch } from './launch.js';
@@ -161,6 +163,41 @@ export class SrtSandbox implements Sandbox {
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
     this.#assertOpen();
     const { hostEnv, hostHome, logger, spec } = this.#config;
+    const install = (
+      argv: readonly string[],
+      binds: readonly Bind[],
+      network: { readonly allow: readonly string[] },
+      env: Readonly<Record<string, string>>,
+      onEvent: (event: SandboxEvent) => void,
+    ) =>
+      this.#step({
+        command: translate(argv, binds),
+        env,
+        grants: network.allow.map(parseGrant),
+        readOnly: binds.filter((b) => b.mode === 'ro').map((b) => b.source),
+        readWrite: binds.filter((b) => b.mode === 'rw').map((b) => b.source),
+        onEvent,
+      });
+    // uvx: the environment is made at its host path (srt shows paths in place), so its scripts'
+    // `#!` lines name the path the server later runs them from.
+    const uvx = await prepareUvx(command, options, {
+      // uv reads the host's CA trust from SSL_CERT_FILE/SSL_CERT_DIR, as the server would.
+      cache: {
+        ...this.#config.npm,
+        installEnv: { ...this.#config.trust.env, ...this.#config.npm.installEnv },
+      },
+      runAs: this.#config.engine.runAs,
+      onEvent: spec.onEvent,
+      logger,
+      uvCacheRoot: uvCacheRoot(this.#config.npm.cacheRoot),
+      lockFile: defaultPinLockFile(hostEnv, hostHome),
+      install,
+    });
+    if (uvx) {
+      for (const bind of uvx.binds) if (bind.dest !== bind.source) this.#translate.push(bind);
+      this.#installed.push(...uvx.binds.map((bind) => bind.source));
+      return this.#translated(uvx.command);
+    }
     const result = await prepareNpx(command, options, {
       cache: this.#config.npm,
       runAs: this.#config.engine.runAs,
@@ -168,15 +205,7 @@ export class SrtSandbox implements Sandbox {
       logger,
       pin: (pkg, registry, trust) =>
         pinNpxPackage(pkg, { registry, trust, lockFile: defaultPinLockFile(hostEnv, hostHome), logger }),
-      install: (argv, binds, network, env, onEvent) =>
-        this.#step({
-          command: translate(argv, binds),
-          env,
-          grants: network.allow.map(parseGrant),
-          readOnly: binds.filter((b) => b.mode === 'ro').map((b) => b.source),
-          readWrite: binds.filter((b) => b.mode === 'rw').map((b) => b.source),
-          onEvent,
-        }),
+      install,
     });
     if (!result.bind) return result.command;
     this.#installed.push(result.bind.source);

@@ -107,6 +107,14 @@ export {
 export type { MountHint } from './path-hints.js';
 export { PendingBytes } from './pending-bytes.js';
 export {
+  PYTHON_HASH,
+  PYTHON_NAME,
+  PYTHON_VERSION,
+  type PythonDist,
+  type PythonPin,
+  updatePythonPins,
+} from './pin-lock.js';
+export {
   digestTool,
   filePinStore,
   globToRegExp,

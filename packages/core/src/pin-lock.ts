@@ -41,7 +41,30 @@ export interface NpxPin {
 export interface PinLock {
   readonly v: number;
   readonly pins: readonly NpxPin[];
+  /** `uvx` pins (see python-pin.ts), kept in the same file under the same mutex. */
+  readonly python: readonly PythonPin[];
 }
+
+/** One distribution of a pinned Python environment: its exact version and accepted hashes. */
+export interface PythonDist {
+  readonly name: string;
+  readonly version: string;
+  /** `sha256:<hex>` of every artifact the index listed for that version when it was pinned. */
+  readonly hashes: readonly string[];
+}
+
+/** A pinned `uvx` requirement: keyed by index and requirement, the whole resolved set with hashes. */
+export interface PythonPin {
+  readonly index: string;
+  readonly requirement: string;
+  readonly dists: readonly PythonDist[];
+  readonly pinnedAt: string;
+}
+
+/** PEP 503-normalizable names and PEP 440 versions, narrowed to what is safe as text and path. */
+export const PYTHON_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?$/;
+export const PYTHON_VERSION = /^[0-9][0-9A-Za-z.!+_-]{0,63}$/;
+export const PYTHON_HASH = /^sha256:[0-9a-f]{64}$/;
 
 export const PIN_NAME = /^(?:@[A-Za-z0-9][A-Za-z0-9._~-]*\/)?[A-Za-z0-9][A-Za-z0-9._~-]*$/;
 export const PIN_VERSION = /^\d{1,9}\.\d{1,9}\.\d{1,9}(?:-[0-9A-Za-z.-]{1,64})?(?:\+[0-9A-Za-z.-]{1,64})?$/;
@@ -58,7 +81,8 @@ export function readPinLock(file: string): PinLock {
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { v: PIN_LOCK_VERSION, pins: [] };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      return { v: PIN_LOCK_VERSION, pins: [], python: [] };
     throw new UsageError(`cannot read the pin lock ${file}: ${(error as Error).message}`, { cause: error });
   }
   let text: string;
@@ -92,7 +116,34 @@ export function readPinLock(file: string): PinLock {
     if (!valid) throw fail();
     pins.push(valid);
   }
-  return { v: PIN_LOCK_VERSION, pins };
+  const rawPython = (lock as { python?: unknown }).python;
+  if (rawPython !== undefined && !Array.isArray(rawPython)) throw fail();
+  const python: PythonPin[] = [];
+  for (const pin of (rawPython ?? []) as unknown[]) {
+    const valid = validPythonPin(pin);
+    if (!valid) throw fail();
+    python.push(valid);
+  }
+  return { v: PIN_LOCK_VERSION, pins, python };
+}
+
+function validPythonPin(value: unknown): PythonPin | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { index, requirement, dists, pinnedAt } = value as Record<string, unknown>;
+  if (typeof index !== 'string' || typeof requirement !== 'string' || typeof pinnedAt !== 'string')
+    return undefined;
+  if (!Array.isArray(dists) || dists.length === 0) return undefined;
+  const valid: PythonDist[] = [];
+  for (const dist of dists as unknown[]) {
+    if (typeof dist !== 'object' || dist === null) return undefined;
+    const { name, version, hashes } = dist as Record<string, unknown>;
+    if (typeof name !== 'string' || !PYTHON_NAME.test(name)) return undefined;
+    if (typeof version !== 'string' || !PYTHON_VERSION.test(version)) return undefined;
+    if (!Array.isArray(hashes) || hashes.length === 0) return undefined;
+    if (!hashes.every((hash) => typeof hash === 'string' && PYTHON_HASH.test(hash))) return undefined;
+    valid.push({ name, version, hashes: hashes as string[] });
+  }
+  return { index, requirement, dists: valid, pinnedAt };
 }
 
 function validPin(value: unknown): NpxPin | undefined {
@@ -117,12 +168,25 @@ function validPin(value: unknown): NpxPin | undefined {
  * throw (a refusal): the lock is then left as it was.
  */
 export function updatePinLock(file: string, change: (pins: readonly NpxPin[]) => readonly NpxPin[]): void {
+  rewriteLock(file, (lock) => ({ ...lock, pins: change(lock.pins) }));
+}
+
+/** {@link updatePinLock} for the `uvx` pins: the npm pins are kept as they are. */
+export function updatePythonPins(
+  file: string,
+  change: (pins: readonly PythonPin[]) => readonly PythonPin[],
+): void {
+  rewriteLock(file, (lock) => ({ ...lock, python: change(lock.python) }));
+}
+
+function rewriteLock(file: string, change: (lock: PinLock) => PinLock): void {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const release = acquire(`${file}.lock`);
   try {
-    const pins = change(readPinLock(file).pins);
+    const { pins, python } = change(readPinLock(file));
     const temp = `${file}.${randomBytes(8).toString('hex')}.tmp`;
-    writeFileSync(temp, `${JSON.stringify({ v: PIN_LOCK_VERSION, pins }, null, 2)}\n`, {
+    const body = python.length > 0 ? { v: PIN_LOCK_VERSION, pins, python } : { v: PIN_LOCK_VERSION, pins };
+    writeFileSync(temp, `${JSON.stringify(body, null, 2)}\n`, {
       mode: 0o600,
       flag: 'wx',
     });

@@ -25,6 +25,9 @@ describe('@mcpsandbox/core public exports', () => {
         "MIN_ENCODED_REDACTED_BYTES",
         "MIN_REDACTED_LENGTH",
         "MIN_SECRET_LENGTH",
+        "PYTHON_HASH",
+        "PYTHON_NAME",
+        "PYTHON_VERSION",
         "PendingBytes",
         "PinChangedError",
         "ProcessClosedError",
@@ -82,6 +85,7 @@ describe('@mcpsandbox/core public exports', () => {
         "startBridge",
         "summarizeTrace",
         "updatePins",
+        "updatePythonPins",
       ]
     `);
   });

@@ -53,6 +53,15 @@ export {
   tlsTrustNames,
 } from './tls-trust.js';
 export {
+  isUvxCommand,
+  type PreparedUvx,
+  parseUvxCommand,
+  prepareUvx,
+  type UvxCommand,
+  type UvxDeps,
+  uvCacheRoot,
+} from './uvx.js';
+export {
   ALWAYS_HIDDEN,
   type Bind,
   commandBinds,

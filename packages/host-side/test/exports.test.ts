@@ -32,6 +32,7 @@ describe('public exports', () => {
       'installQuota',
       'isHidden',
       'isInside',
+      'isUvxCommand',
       'killInit',
       'listStates',
       'locateCommand',
@@ -41,8 +42,10 @@ describe('public exports', () => {
       'ownFiles',
       'parseByteSize',
       'parseNpxCommand',
+      'parseUvxCommand',
       'planTlsTrust',
       'prepareNpx',
+      'prepareUvx',
       'readFileAt',
       'realOrSelf',
       'registryAccess',
@@ -50,6 +53,7 @@ describe('public exports', () => {
       'removeState',
       'tlsTrustNames',
       'unwritableMountWarnings',
+      'uvCacheRoot',
       'writeFileAt',
     ]);
   });

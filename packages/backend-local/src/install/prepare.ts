@@ -11,9 +11,17 @@ import {
   type PrepareOptions,
   pinNpxPackage,
   type RegistryTrust,
+  type SandboxEvent,
   SandboxFailureError,
 } from '@mcpsandbox/core';
-import { type Bind, type HostNpmConfig, prepareNpx, type StateDirs } from '@mcpsandbox/host-side';
+import {
+  type Bind,
+  type HostNpmConfig,
+  prepareNpx,
+  prepareUvx,
+  type StateDirs,
+  uvCacheRoot,
+} from '@mcpsandbox/host-side';
 import type { SpawnedProcess } from '../child-process.js';
 import type { SandboxConfig, SpawnExtras } from '../session/config.js';
 import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './launch.js';
@@ -57,6 +65,27 @@ export async function prepareCommand(
   const inline = context.config.inlineInstall;
   const worker = inline ? undefined : installWorkerPath();
   const npm = context.config.npm;
+  const install = (
+    argv: readonly string[],
+    binds: readonly Bind[],
+    network: ExecOptions['network'],
+    env: Readonly<Record<string, string>>,
+    onEvent: (event: SandboxEvent) => void,
+  ) => context.spawn(argv, { ...(network ? { network } : {}), env }, { binds, install: true, onEvent });
+  // uvx: an environment of its own beside npm's cache, pinned in the same lock.
+  const uvx = await prepareUvx(command, options, {
+    cache: npm,
+    runAs: context.config.info.runAs,
+    onEvent: context.config.spec.onEvent,
+    logger: context.config.logger,
+    uvCacheRoot: uvCacheRoot(npm.cacheRoot),
+    lockFile: defaultPinLockFile(context.config.hostEnv, context.config.hostHome),
+    install,
+  });
+  if (uvx) {
+    context.extraBinds.push(...uvx.binds);
+    return uvx.command;
+  }
   const result = await prepareNpx(command, options, {
     cache: npm,
     runAs: context.config.info.runAs,

@@ -20,6 +20,7 @@ import {
   type TlsTrust,
   tlsTrustNames,
   unwritableMountWarnings,
+  uvCacheRoot,
 } from '@mcpsandbox/host-side';
 import { type LimitPlan, planLimits } from '../limits.js';
 import type { LocalBackendOptions } from '../options.js';
@@ -136,6 +137,12 @@ export function sandboxConfig(
     { installHosts, installEnv, quota, ...(userCache ? { userCache } : {}) },
   );
   checkMountsSpareHostState(spec.mounts ?? [], { stateDir, cacheRoot: npm.cacheRoot, stateRoot });
+  // uvx's environments sit beside npm's entries: a server that may write them runs the next's code.
+  checkMountsSpareHostState(spec.mounts ?? [], {
+    stateDir,
+    cacheRoot: uvCacheRoot(npm.cacheRoot),
+    stateRoot,
+  });
   if (stateName) spec.onEvent?.({ type: 'state', name: stateName, root: stateRoot });
   for (const warning of unwritableMountWarnings(spec.mounts ?? [], found.runAs)) logger.warn(warning);
   return {

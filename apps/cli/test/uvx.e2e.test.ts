@@ -1,0 +1,268 @@
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { line, spawnBin, stdoutMessages, waitFor } from './helpers.js';
+
+// `uvx` servers from a PEP 503 index served by this test: an sdist whose build script is the
+// attacker, a wheel swapped under the same version, and a warm start that asks the index nothing.
+// On loopback, but not 127.0.0.1: the sandbox's proxy settings exempt that address.
+
+const DISTS = fileURLToPath(new URL('./fixtures/python-dists.py', import.meta.url));
+const root = mkdtempSync(join(tmpdir(), 'mcp-sandbox-uvx-'));
+// As root the sandbox runs as nobody, who must be able to enter the install cache.
+chmodSync(root, 0o755);
+const home = join(root, 'home');
+const cache = join(root, 'cache');
+const lock = join(root, 'pins.json');
+const secret = join(home, 'secret.txt');
+const hostPlant = join(tmpdir(), `mcp-sandbox-uvx-planted-${randomBytes(6).toString('hex')}`);
+const files = new Map<string, Buffer>();
+const projects = new Map<string, string[]>();
+const served: string[] = [];
+let index: Server;
+let indexUrl = '';
+let stolen = 0;
+let exfil: TcpServer;
+let exfilPort = 0;
+
+function build(
+  kind: 'wheel' | 'sdist',
+  name: string,
+  version: string,
+  extra: string,
+  requiresPython?: string,
+): void {
+  const out = mkdtempSync(join(root, 'dist-'));
+  const args = [DISTS, kind, out, name, version, extra, ...(requiresPython ? [requiresPython] : [])];
+  const path = execFileSync('python3', args, { encoding: 'utf8' }).trim();
+  const file = path.slice(path.lastIndexOf('/') + 1);
+  files.set(file, readFileSync(path));
+  const list = projects.get(name) ?? [];
+  if (!list.includes(file)) list.push(file);
+  projects.set(name, list);
+}
+
+beforeAll(async () => {
+  mkdirSync(home, { recursive: true });
+  writeFileSync(secret, 'the-users-secret');
+  index = createHttpServer((req, res) => {
+    const url = req.url ?? '';
+    served.push(url);
+    // A project whose index page sends the installer elsewhere (another port, as a mirror would).
+    if (url === '/simple/redirect-demo/') {
+      return res.writeHead(302, { location: `http://127.0.0.2:${exfilPort}/simple/redirect-demo/` }).end();
+    }
+    const project = /^\/simple\/([a-z0-9-]+)\/$/.exec(url);
+    if (project) {
+      const list = projects.get(project[1] as string);
+      if (!list) return res.writeHead(404).end();
+      const links = list.map((file) => {
+        const sha = createHash('sha256')
+          .update(files.get(file) as Buffer)
+          .digest('hex');
+        return `<a href="/files/${file}#sha256=${sha}">${file}</a>`;
+      });
+      res.writeHead(200, { 'content-type': 'text/html' });
+      return res.end(`<!DOCTYPE html><html><body>${links.join('\n')}</body></html>`);
+    }
+    const file = /^\/files\/([^/]+)$/.exec(url);
+    const body = file ? files.get(file[1] as string) : undefined;
+    if (!body) return res.writeHead(404).end();
+    return res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(body);
+  });
+  await new Promise<void>((resolve) => index.listen(0, '127.0.0.2', resolve));
+  indexUrl = `http://127.0.0.2:${(index.address() as AddressInfo).port}/simple`;
+  exfil = createTcpServer((socket) => {
+    stolen++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => exfil.listen(0, '127.0.0.2', resolve));
+  exfilPort = (exfil.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => exfil.close(() => resolve()));
+  index.closeAllConnections();
+  await new Promise<void>((resolve) => index.close(() => resolve()));
+  rmSync(root, { recursive: true, force: true });
+  rmSync(hostPlant, { force: true });
+});
+
+interface Started {
+  readonly code: number | null;
+  readonly stderr: string;
+  readonly info?: {
+    flavor: string;
+    built: Record<string, unknown>;
+    planted: string[];
+    probe: Record<string, string>;
+  };
+  readonly tools?: unknown;
+}
+
+/** `mcp-sandbox run [runArgs] -- uvx <args>`: initialize and tools/list, then stdin closed. */
+async function start(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+  runArgs: readonly string[] = [],
+): Promise<Started> {
+  const run = spawnBin(
+    ['run', ...runArgs, '--', 'uvx', ...args],
+    {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      XDG_CACHE_HOME: cache,
+      MCP_SANDBOX_PIN_LOCK: lock,
+      UV_DEFAULT_INDEX: indexUrl,
+      ...env,
+    },
+    cwd,
+  );
+  run.child.stdin.write(
+    line({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    }),
+  );
+  run.child.stdin.write(line({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  run.child.stdin.write(line({ jsonrpc: '2.0', id: 2, method: 'tools/list' }));
+  let exited = false;
+  void run.result.then(() => {
+    exited = true;
+  });
+  await waitFor(
+    () => exited || stdoutMessages(run.stdoutSoFar()).some((m) => m.id === 2),
+    50_000,
+    'the tools/list answer',
+  );
+  run.child.stdin.end();
+  const result = await run.result;
+  const messages = stdoutMessages(result.stdout);
+  const init = messages.find((m) => m.id === 1)?.result as { serverInfo?: { version?: string } } | undefined;
+  const tools = (messages.find((m) => m.id === 2)?.result as { tools?: unknown } | undefined)?.tools;
+  return {
+    code: result.code,
+    stderr: result.stderr,
+    ...(init?.serverInfo?.version ? { info: JSON.parse(init.serverInfo.version) } : {}),
+    ...(tools ? { tools } : {}),
+  };
+}
+
+describe('uvx install step (local)', () => {
+  it('runs an sdist whose build script tries the home, the network, the uv cache and a plant for the next server, and none succeeds', async () => {
+    build(
+      'sdist',
+      'hostile-build',
+      '1.0',
+      [
+        `read=${secret}`,
+        `connect=127.0.0.2:${exfilPort}`,
+        'connect=files.pythonhosted.org:443',
+        `write=${join(cache, 'uv', 'planted')}`,
+        `write=${hostPlant}`,
+        'write=/tmp/planted-by-build',
+        `write=${join(home, 'planted-by-build')}`,
+      ].join('\n'),
+    );
+    const first = await start(['hostile-build==1.0'], { MCP_SANDBOX_TEST_SECRET: 'nope' });
+    expect(first.stderr).toMatch(/pinned hostile-build==1\.0/);
+    expect(first.info?.flavor).toBe('sdist');
+    const built = first.info?.built ?? {};
+    // The build ran (it wrote its report), and no read or connection succeeded. Its writes land
+    // in its own sandbox's private /tmp and home at best: the host's files are checked below.
+    expect(Object.keys(built).length).toBeGreaterThan(3);
+    for (const [attempt, outcome] of Object.entries(built)) {
+      if (attempt.startsWith('read:') || attempt.startsWith('connect:')) {
+        expect(outcome, attempt).not.toMatch(/^(READ|CONNECTED)/);
+      }
+    }
+    expect(built.home).not.toBe(home);
+    expect(built.env).toEqual([]);
+    expect(stolen).toBe(0);
+    expect(existsSync(join(cache, 'uv', 'planted'))).toBe(false);
+    expect(existsSync(hostPlant)).toBe(false);
+    expect(existsSync(join(home, 'planted-by-build'))).toBe(false);
+    // The next server (a warm start of the same one) sees nothing the build planted.
+    // And the server itself runs with none of the install's network: the index is not reachable.
+    const indexHost = new URL(indexUrl).host;
+    const again = await start(['hostile-build==1.0'], {}, undefined, ['--env', `PROBE=${indexHost}`]);
+    expect(again.info?.planted).toEqual([]);
+    expect(again.info?.probe.index).toMatch(/Error|refused|denied/i);
+    expect(again.stderr).not.toMatch(/resolving|installing/);
+  }, 120_000);
+
+  it('refuses a wheel swapped under the same version, naming the artifact', async () => {
+    build('wheel', 'swap-demo', '1.0', 'first');
+    const first = await start(['swap-demo==1.0']);
+    expect(first.info?.flavor).toBe('first');
+    // The cache entry goes (a new machine, a cleaned cache); the index now serves other bytes.
+    rmSync(join(cache, 'mcp-sandbox', 'uv'), { recursive: true, force: true });
+    build('wheel', 'swap-demo', '1.0', 'second');
+    const second = await start(['swap-demo==1.0']);
+    expect(second.code).not.toBe(0);
+    expect(second.info).toBeUndefined();
+    expect(second.stderr).toMatch(/different artifact for swap-demo==1\.0/);
+    expect(second.stderr).not.toMatch(/\n\s+at /);
+  }, 120_000);
+
+  it('starts warm: no resolution, no request to the index', async () => {
+    build('wheel', 'warm-demo', '2.0', 'warm');
+    const first = await start(['--from', 'warm-demo==2.0', 'warm-demo']);
+    expect(first.info?.flavor).toBe('warm');
+    const before = served.length;
+    const second = await start(['--from', 'warm-demo==2.0', 'warm-demo']);
+    expect(second.info?.flavor).toBe('warm');
+    expect(second.stderr).not.toMatch(/resolving|installing/);
+    expect(served.slice(before)).toEqual([]);
+  }, 120_000);
+
+  it('says which Python a package needs, and the command that installs it, when the host has none that fits', async () => {
+    build('wheel', 'future-demo', '1.0', 'future', '>=3.99');
+    const result = await start(['future-demo==1.0']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/needs Python >=3\.99.*uv python install 3\.99/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+
+  it('runs no module of the working folder on the host while it looks for uv and Python', async () => {
+    // The working folder may be a server's rw mount: a `uv.py` there must not run when the host
+    // asks its Python where uv is (a version manager's shim on PATH is not uv itself).
+    const folder = mkdtempSync(join(root, 'project-'));
+    const ran = join(root, `host-ran-${randomBytes(4).toString('hex')}`);
+    for (const name of ['uv.py', 'sys.py', 'sitecustomize.py']) {
+      writeFileSync(join(folder, name), `open(${JSON.stringify(ran)}, "a").write("${name}\\n")\n`);
+    }
+    const shims = mkdtempSync(join(root, 'shims-'));
+    writeFileSync(join(shims, 'uv'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+    // Debian's python3 (the one .ci/run checks for), with no uv beside it.
+    await start(['swap-demo==1.0'], { PATH: `${shims}:/usr/bin:/bin` }, folder);
+    expect(existsSync(ran) ? readFileSync(ran, 'utf8') : '').toBe('');
+  }, 60_000);
+
+  it('an index that redirects elsewhere gets the install nowhere: only the index is reachable', async () => {
+    const before = stolen;
+    const result = await start(['redirect-demo==1.0']);
+    expect(result.code).not.toBe(0);
+    expect(result.info).toBeUndefined();
+    expect(stolen).toBe(before);
+    expect(result.stderr).toMatch(/resolving redirect-demo==1\.0 failed/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+
+  it('refuses a uvx option it does not understand, with a message', async () => {
+    const result = await start(['--with', 'requests', 'swap-demo==1.0']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/uvx option "--with" is not supported/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+});

@@ -1,0 +1,449 @@
+import { createHash } from 'node:crypto';
+import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import {
+  PinChangedError,
+  type PrepareOptions,
+  type PythonDist,
+  type PythonPin,
+  readPinLock,
+  SandboxFailureError,
+  SetupFailedError,
+  UsageError,
+  updatePythonPins,
+} from '@mcpsandbox/core';
+import {
+  at,
+  closeDir,
+  HostFsError,
+  lstatAt,
+  type OpenDir,
+  openDirAt,
+  openOwnedDir,
+  readFileAt,
+  removeAt,
+  renameAt,
+  sealTree,
+  writeFileAt,
+} from './host-fs.js';
+import { InstallReport } from './install-report.js';
+import { cacheUsage, writeUsage } from './npx/cache-usage.js';
+import { OWNER, PREFIX, sweepStaging } from './npx/entries.js';
+import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
+import { runStep } from './npx/steps.js';
+import type { NpxDeps } from './npx/types.js';
+import { InstallGuard } from './npx/watchdog.js';
+import { hashMismatch, parseCompiled, requirementsText } from './uvx/resolved.js';
+import { parseUvxCommand, type UvxCommand } from './uvx/spec.js';
+import { findUvTools, pythonNeeded, type UvTools } from './uvx/tools.js';
+import type { Bind } from './view.js';
+
+export { isUvxCommand, parseUvxCommand, type UvxCommand } from './uvx/spec.js';
+
+/** Where uvx environments appear inside the sandbox (under the hidden, empty /run). */
+export const SANDBOX_UV_ROOT = '/run/mcp-sandbox/uv';
+/** The host-written inputs of an install (the requirements with hashes), read-only. */
+const SANDBOX_UV_INPUT = '/run/mcp-sandbox/uv-input';
+export const DEFAULT_PYTHON_INDEX = 'https://pypi.org/simple';
+const MARKER = 'install.json';
+const INPUT = 'input';
+const LAYOUT = 'uv1';
+
+/** uvx's environments: beside npm's install cache, under the same rules (host-only writes). */
+export function uvCacheRoot(npmCacheRoot: string): string {
+  return join(dirname(npmCacheRoot), 'uv');
+}
+
+export interface UvxDeps extends Omit<NpxDeps, 'pin' | 'background'> {
+  /** The install cache of uvx environments (a sibling of npm's). */
+  readonly uvCacheRoot: string;
+  /** The pin lock npm's pins are in. */
+  readonly lockFile: string;
+}
+
+export interface PreparedUvx {
+  readonly command: readonly string[];
+  /** The environment, read-only, and what of the home uv's Python needs (read-only). */
+  readonly binds: readonly Bind[];
+}
+
+interface UvEntry {
+  readonly requirement: string;
+  readonly index: string;
+  readonly bin: string;
+  readonly digest: string;
+}
+
+/**
+ * The index the user's own environment names (UV_DEFAULT_INDEX, then UV_INDEX_URL), else PyPI.
+ * Never a project file: a server's rw mount could have written one. Credentials in the URL are
+ * refused: they would be shown to the install step and written in the pin lock.
+ */
+export function userPythonIndex(env: Readonly<Record<string, string | undefined>>): string {
+  const text = env.UV_DEFAULT_INDEX || env.UV_INDEX_URL || DEFAULT_PYTHON_INDEX;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(
+      `the Python index ${JSON.stringify(text)} (UV_DEFAULT_INDEX/UV_INDEX_URL) is not a URL`,
+    );
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.hash) {
+    throw new UsageError(
+      'the Python index (UV_DEFAULT_INDEX/UV_INDEX_URL) must be an http(s) URL without credentials or fragment',
+    );
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+/** The hosts the install may reach: the index, and for PyPI the host its files are served from. */
+function indexGrants(index: string): string[] {
+  const url = new URL(index);
+  const port = url.port || (url.protocol === 'http:' ? '80' : '443');
+  const grants = [`${url.hostname}:${port}`];
+  if (url.hostname === 'pypi.org') grants.push('files.pythonhosted.org:443');
+  return grants;
+}
+
+const digestOf = (dists: readonly PythonDist[]) =>
+  `sha256-${createHash('sha256').update(requirementsText(dists)).digest('hex')}`;
+
+/**
+ * Turns `uvx [--from pkg] cmd args…` into the console script of an environment installed once,
+ * in the sandbox with egress to the index alone, pinned (every resolved distribution with its
+ * hashes) in the pin lock; a warm start reads the pin and the entry and touches no network.
+ */
+export async function prepareUvx(
+  command: readonly string[],
+  options: PrepareOptions,
+  deps: UvxDeps,
+): Promise<PreparedUvx | undefined> {
+  const parsed = parseUvxCommand(command);
+  if (!parsed) return undefined;
+  const index = userPythonIndex(deps.cache.hostEnv);
+  const tools = findUvTools(deps.cache.hostEnv);
+  const key = createHash('sha256')
+    .update(`${LAYOUT}\n${index}\n${parsed.requirement}\n${tools.python}\n${tools.pythonVersion}`)
+    .digest('hex')
+    .slice(0, 24);
+  const inside = `${SANDBOX_UV_ROOT}/${key}`;
+  const entryPath = join(deps.uvCacheRoot, key);
+  mkdirSync(deps.uvCacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
+  const root = openOwnedDir(deps.uvCacheRoot);
+  try {
+    const pin = findPin(deps.lockFile, index, parsed.requirement);
+    let entry = readUvEntry(root, key);
+    if (!entry) {
+      sweepStaging(root);
+      entry = await install(root, key, parsed, { index, pin, tools }, options, deps);
+      deps.onEvent?.({ type: 'prepare', cache: 'stored', spec: parsed.requirement, entry: entryPath });
+    } else {
+      deps.onEvent?.({ type: 'prepare', cache: 'hit', spec: parsed.requirement, entry: entryPath });
+    }
+    const pinned = findPin(deps.lockFile, index, parsed.requirement);
+    if (!pinned || digestOf(pinned.dists) !== entry.digest) {
+      throw new PinChangedError(
+        `the installed environment of ${parsed.requirement} (${entryPath}) is not what the pin lock ${deps.lockFile} ` +
+          `records for it from ${index}; refusing to start it. Remove the entry (rm -rf ${entryPath}) to install the pinned set`,
+      );
+    }
+    return {
+      // By the venv's python, not the script's `#!` line: an engine that shows paths in place
+      // made the venv at the staging path, which the rename into the cache changed.
+      command: [`${inside}/venv/bin/python`, `${inside}/venv/bin/${entry.bin}`, ...parsed.args],
+      binds: [{ source: join(entryPath, PREFIX), dest: inside, mode: 'ro' }, ...tools.binds],
+    };
+  } finally {
+    closeDir(root);
+  }
+}
+
+function findPin(lockFile: string, index: string, requirement: string): PythonPin | undefined {
+  return readPinLock(lockFile).python.find((pin) => pin.index === index && pin.requirement === requirement);
+}
+
+function readUvEntry(root: OpenDir, key: string): UvEntry | undefined {
+  const entry = openDirAt(root, key);
+  if (!entry) return undefined;
+  try {
+    const text = readFileAt(entry, [MARKER], 64 * 1024)?.toString('utf8');
+    const value = text ? (JSON.parse(text) as Partial<UvEntry>) : undefined;
+    if (!value || typeof value.bin !== 'string' || typeof value.digest !== 'string') return undefined;
+    if (typeof value.requirement !== 'string' || typeof value.index !== 'string') return undefined;
+    if (!lstatAt(entry, [PREFIX, 'venv', 'bin', value.bin])) return undefined;
+    return value as UvEntry;
+  } catch {
+    return undefined;
+  } finally {
+    closeDir(entry);
+  }
+}
+
+interface Source {
+  readonly index: string;
+  readonly pin: PythonPin | undefined;
+  readonly tools: UvTools;
+}
+
+/**
+ * Installs into `<key>.tmp-…/pkg` and renames it into place. Unpinned: `uv pip compile
+ * --generate-hashes` first (sdists build here, in the sandbox), and its set is pinned. Then a venv
+ * from the host's Python and `uv pip install --require-hashes` of exactly the pinned set.
+ */
+async function install(
+  root: OpenDir,
+  key: string,
+  parsed: UvxCommand,
+  source: Source,
+  options: PrepareOptions,
+  deps: UvxDeps,
+): Promise<UvEntry> {
+  const { index, tools } = source;
+  const inside = `${SANDBOX_UV_ROOT}/${key}`;
+  const stagingName = basename(mkdtempSync(at(root.fd, `${key}.tmp-`)));
+  let dirs: StagingDirs | undefined;
+  try {
+    dirs = openStaging(root, stagingName, deps.runAs);
+    const { staging, prefix, input } = dirs;
+    const quota = deps.cache.quota ?? installQuota(deps.cache.hostEnv);
+    const budget = installBudget(quota, cacheUsage(root, quota, stagingName), deps.uvCacheRoot);
+    const full = cacheFullError(parsed.requirement, budget);
+    if (full) throw full;
+    const guard = new InstallGuard(prefix, budget, parsed.requirement);
+    // `--install-allow-net` hosts too: build code that downloads what it needs, granted by the user.
+    const grants = [...indexGrants(index), ...(deps.cache.installHosts ?? [])];
+    const step = stepRunner({ parsed, source, inside, stagingName, grants, guard }, options, deps);
+    const common = ['--no-config', '--index-url', index, '--python', tools.python];
+    const dists =
+      source.pin?.dists ??
+      (await resolveAndPin({ parsed, index, inside, common, grants, prefix, input, step }, deps));
+    writeFileAt(input, 'requirements.txt', requirementsText(dists));
+    deps.logger.info(
+      `installing ${parsed.requirement} (${dists.length} distributions, pinned) with Python ${tools.pythonVersion}`,
+    );
+    await step(
+      ['uv', 'venv', '--no-config', '--python', tools.python, '--quiet', `${inside}/venv`],
+      'making the environment',
+    );
+    const venvPython = ['--python', `${inside}/venv/bin/python`];
+    const exact = ['--require-hashes', '--no-deps', '--quiet', '-r', `${SANDBOX_UV_INPUT}/requirements.txt`];
+    await step(['uv', 'pip', 'install', ...common.slice(0, 3), ...venvPython, ...exact], 'installing');
+    const entry = { requirement: parsed.requirement, index, bin: parsed.bin, digest: digestOf(dists) };
+    return publish(root, key, stagingName, { staging, prefix, guard }, entry, deps.runAs);
+  } catch (error) {
+    try {
+      removeAt(root, stagingName, undefined, { last: OWNER });
+    } catch {
+      // best effort: a later install starts from a fresh staging directory
+    }
+    throw error;
+  } finally {
+    closeDir(dirs?.input);
+    closeDir(dirs?.prefix);
+    closeDir(dirs?.staging);
+  }
+}
+
+interface StepContext {
+  readonly parsed: UvxCommand;
+  readonly source: Source;
+  readonly inside: string;
+  readonly stagingName: string;
+  readonly grants: readonly string[];
+  readonly guard: InstallGuard;
+}
+
+/**
+ * Runs one uv command of the install in the sandbox: the prefix read-write and the host's
+ * inputs read-only, egress to the index alone, uv's own settings only from here (no config
+ * file, no Python download, no shared cache), and no variable but `--install-env`'s.
+ */
+function stepRunner(
+  c: StepContext,
+  options: PrepareOptions,
+  deps: UvxDeps,
+): (argv: string[], what: string) => Promise<void> {
+  const { tools } = c.source;
+  const binds: Bind[] = [
+    { source: join(deps.uvCacheRoot, c.stagingName, PREFIX), dest: c.inside, mode: 'rw' },
+    { source: join(deps.uvCacheRoot, c.stagingName, INPUT), dest: SANDBOX_UV_INPUT, mode: 'ro' },
+    ...tools.binds,
+  ];
+  const env: Record<string, string> = {
+    ...deps.cache.installEnv,
+    UV_NO_CONFIG: '1',
+    UV_PYTHON_DOWNLOADS: 'never',
+    UV_NO_CACHE: '1',
+    UV_LINK_MODE: 'copy',
+  };
+  const report = new InstallReport();
+  const network = { allow: [...c.grants] };
+  return async (argv, what) => {
+    // uv by the real path found on the host (a shim on PATH would need the home).
+    const uvArgv = [tools.uv, ...argv.slice(1)];
+    const status = await runStep(uvArgv, binds, network, env, report, options, deps, c.guard);
+    if (status.code !== 0) throw uvFailure(c.parsed, what, status, report, tools, c.source.pin !== undefined);
+  };
+}
+
+interface StagingDirs {
+  readonly staging: OpenDir;
+  readonly prefix: OpenDir;
+  readonly input: OpenDir;
+}
+
+/**
+ * The staging directory, opened without following and checked as ours, with the prefix uv
+ * writes (owned by the sandbox's user) and the host's inputs beside it. On a throw, what was
+ * opened is closed here; the caller removes the directory.
+ */
+function openStaging(root: OpenDir, stagingName: string, runAs: UvxDeps['runAs']): StagingDirs {
+  const staging = openDirAt(root, stagingName);
+  let prefix: OpenDir | undefined;
+  let input: OpenDir | undefined;
+  try {
+    if (!staging || staging.stat.uid !== (process.getuid?.() ?? 0)) {
+      throw new HostFsError(`the staging directory ${stagingName} is not ours`);
+    }
+    fchmodSync(staging.fd, runAs ? 0o711 : 0o700);
+    writeFileAt(staging, OWNER, String(process.pid));
+    mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
+    mkdirSync(at(staging.fd, INPUT), { mode: 0o755 });
+    prefix = openDirAt(staging, PREFIX);
+    input = openDirAt(staging, INPUT);
+    if (!prefix || !input) throw new HostFsError('the install prefix vanished');
+    if (runAs) fchownSync(prefix.fd, runAs.uid, runAs.gid);
+    return { staging, prefix, input };
+  } catch (error) {
+    closeDir(input);
+    closeDir(prefix);
+    closeDir(staging);
+    throw error;
+  }
+}
+
+interface Resolving {
+  readonly parsed: UvxCommand;
+  readonly index: string;
+  readonly inside: string;
+  readonly common: readonly string[];
+  readonly grants: readonly string[];
+  readonly prefix: OpenDir;
+  readonly input: OpenDir;
+  readonly step: (argv: string[], what: string) => Promise<void>;
+}
+
+/**
+ * First install of a requirement: `uv pip compile --generate-hashes` in the sandbox (an sdist's
+ * build code runs there to give its metadata), its output read without following links and
+ * parsed in full, and the set pinned.
+ */
+async function resolveAndPin(r: Resolving, deps: UvxDeps): Promise<readonly PythonDist[]> {
+  const { parsed, index, inside } = r;
+  writeFileAt(r.input, 'requirements.in', `${parsed.requirement}\n`);
+  deps.logger.info(`resolving ${parsed.requirement} against ${index} (network: ${r.grants.join(', ')} only)`);
+  const compile = ['uv', 'pip', 'compile', ...r.common, '--generate-hashes', '--no-header', '--no-annotate'];
+  await r.step(
+    [...compile, '--quiet', '-o', `${inside}/resolved.txt`, `${SANDBOX_UV_INPUT}/requirements.in`],
+    'resolving',
+  );
+  const resolved = parseCompiled(readFileAt(r.prefix, ['resolved.txt'], 4 * 2 ** 20)?.toString('utf8') ?? '');
+  if (!resolved) {
+    throw new SandboxFailureError(
+      `uv's resolution of ${parsed.requirement} is not a list of pinned, hashed distributions`,
+      { code: 'E_PREPARE' },
+    );
+  }
+  return recordPin(deps, index, parsed.requirement, resolved);
+}
+
+/** Pins the resolved set under the lock's mutex; a pin another start wrote meanwhile wins. */
+function recordPin(
+  deps: UvxDeps,
+  index: string,
+  requirement: string,
+  resolved: PythonDist[],
+): readonly PythonDist[] {
+  let result: readonly PythonDist[] = resolved;
+  updatePythonPins(deps.lockFile, (pins) => {
+    const theirs = pins.find((pin) => pin.index === index && pin.requirement === requirement);
+    if (theirs) {
+      result = theirs.dists;
+      return pins;
+    }
+    return [...pins, { index, requirement, dists: resolved, pinnedAt: new Date().toISOString() }];
+  });
+  if (result === resolved) {
+    const top = resolved
+      .map((dist) => `${dist.name}==${dist.version}`)
+      .slice(0, 3)
+      .join(', ');
+    deps.logger.info(
+      `pinned ${requirement} from ${index} (${resolved.length} distributions: ${top}…) in ${deps.lockFile}`,
+    );
+  }
+  return result;
+}
+
+/** Seals the environment, writes the marker beside it and moves the staging directory into place. */
+function publish(
+  root: OpenDir,
+  key: string,
+  stagingName: string,
+  dirs: { readonly staging: OpenDir; readonly prefix: OpenDir; readonly guard: InstallGuard },
+  entry: UvEntry,
+  runAs: UvxDeps['runAs'],
+): UvEntry {
+  const { staging, prefix } = dirs;
+  const counter = dirs.guard.counter();
+  sealTree(prefix, {
+    fromUid: runAs?.uid ?? process.getuid?.() ?? 0,
+    ...(runAs ? { to: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 } } : {}),
+    counter,
+  });
+  fchmodSync(prefix.fd, 0o755);
+  if (!lstatAt(prefix, ['venv', 'bin', entry.bin])) {
+    throw new SetupFailedError(
+      `${entry.requirement} has no command ${entry.bin}; name the package with --from (uvx --from <pkg> <command>)`,
+      1,
+    );
+  }
+  writeUsage(staging, counter);
+  writeFileAt(staging, MARKER, `${JSON.stringify(entry)}\n`);
+  unlinkSync(at(staging.fd, OWNER));
+  fchmodSync(staging.fd, 0o755);
+  try {
+    renameAt(root, stagingName, key);
+  } catch (error) {
+    const theirs = readUvEntry(root, key);
+    if (!theirs) throw error;
+    removeAt(root, stagingName);
+    return theirs;
+  }
+  return entry;
+}
+
+/** uv's own cause first: a changed pinned artifact, a Python too old, else uv's last lines. */
+function uvFailure(
+  parsed: UvxCommand,
+  what: string,
+  status: { readonly code: number | null; readonly signal: string | null },
+  report: InstallReport,
+  tools: UvTools,
+  pinned: boolean,
+): Error {
+  const said = report.npmSaid(12).join('\n');
+  const changed = pinned ? hashMismatch(said) : undefined;
+  if (changed) {
+    return new PinChangedError(
+      `the index serves a different artifact for ${changed} than the pin of ${parsed.requirement} records: refusing it. ` +
+        'If you trust the change, remove its pin from the pin lock and start again',
+    );
+  }
+  const python = pythonNeeded(said, tools.pythonVersion);
+  const lines = [`${what} ${parsed.requirement} failed (uv exited ${status.code ?? status.signal})`];
+  if (python) lines.push(`cause: ${python}`);
+  if (said) lines.push('uv said:', ...said.split('\n').map((line) => `  ${line}`));
+  return new SetupFailedError(lines.join('\n'), status.code);
+}
