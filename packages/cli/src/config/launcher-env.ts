@@ -16,6 +16,8 @@ const EXACT = new Set([
   'NODE_EXTRA_CA_CERTS',
   'SSL_CERT_FILE',
   'SSL_CERT_DIR',
+  'REQUESTS_CA_BUNDLE',
+  'CURL_CA_BUNDLE',
   'XDG_CONFIG_HOME',
   'XDG_CACHE_HOME',
   'XDG_STATE_HOME',
@@ -25,7 +27,8 @@ const EXACT = new Set([
   'E2B_API_URL',
   'E2B_SANDBOX_URL',
 ]);
-const PREFIXES = ['npm_config_', 'ld_', 'dyld_', 'mcp_sandbox_'];
+// uv_ and pip_: the index a `uvx` install reaches (UV_DEFAULT_INDEX, UV_INDEX_URL, PIP_INDEX_URL).
+const PREFIXES = ['npm_config_', 'uv_', 'pip_', 'ld_', 'dyld_', 'mcp_sandbox_'];
 /** mcp-sandbox's own variables that are judged (the backend) or harmless (debug output). */
 const OWN = new Set(['MCP_SANDBOX_BACKEND', 'MCP_SANDBOX_DEBUG']);
 
