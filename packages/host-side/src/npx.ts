@@ -36,9 +36,10 @@ import {
 } from './npx/entries.js';
 import { checkInstalledIntegrity } from './npx/installed-integrity.js';
 import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-config.js';
+import { dropOptional, MAX_SKIPPED, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
-import { installSteps, runStep, sharedCache } from './npx/steps.js';
+import { type InstallStep, installSteps, runStep, sharedCache } from './npx/steps.js';
 import { type NpxCacheOptions, type NpxDeps, type PreparedNpx, SANDBOX_NPM_ROOT } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
 import type { Bind } from './view.js';
@@ -123,7 +124,7 @@ export async function prepareNpx(
         // Checked here too, so that a fallback is said where the user sees it (not in the worker).
         sharedCache(deps, npmConfig);
         installed = deps.background
-          ? await installInBackground(root, key, pinned, registry, npmConfig, options, deps.background)
+          ? await installInBackground(root, key, pinned, registry, npmConfig, options, deps.background, say)
           : await install(root, key, pinned, registry, grant, npmConfig, options, deps);
         checkEntryIntegrity(installed, pinned, entry);
         deps.onEvent?.({ type: 'prepare', cache: 'stored', spec, entry });
@@ -218,16 +219,33 @@ async function install(
     };
     const report = new InstallReport();
     let integrity: string | undefined;
+    let optional: ReadonlySet<string> = new Set();
     for (const step of steps) {
-      // What npm fetched is compared with the pin before the first step that runs its code.
-      if (step.scripts && pinned.integrity !== undefined) {
-        integrity = checkInstalledIntegrity(prefix, spec, pinned.integrity);
+      if (step.scripts) {
+        // What npm fetched is compared with the pin before the first step that runs its code.
+        if (pinned.integrity !== undefined)
+          integrity = checkInstalledIntegrity(prefix, spec, pinned.integrity);
+        // The lock as npm wrote it, before any package code ran.
+        optional = optionalPackages(prefix);
       }
       const binds = [prefixBind, ...trust, ...(step.cache ? [step.cache] : []), ...(step.binds ?? [])];
       // The fetch reaches the registry only; the scripts as today's install scripts do.
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
-      const status = await runStep(step.argv, binds, { allow: hosts }, env, report, options, deps, guard);
-      if (status.code !== 0) throw installFailure(spec, grant, status, report, deps.cache);
+      const run = () => runStep(step.argv, binds, { allow: hosts }, env, report, options, deps, guard);
+      let status = await run();
+      // npm's rebuild fails on any script; npm's install skips an optional package whose build
+      // fails (and removes it): so does this step, then runs the scripts again.
+      for (let skipped = 0; status.code !== 0 && step.scripts && skipped < MAX_SKIPPED; skipped++) {
+        const failed = report.failedPath(inside);
+        if (failed === undefined || !optional.has(failed)) break;
+        const name = dropOptional(prefix, failed);
+        deps.logger.info(
+          `skipped the optional dependency ${name ?? '(unnamed)'}: its install script failed (npm skips a failed optional dependency too)`,
+        );
+        report.nextAttempt();
+        status = await run();
+      }
+      if (status.code !== 0) throw installFailure(spec, step, grant, status, report, deps.cache);
     }
     return publish(
       root,
@@ -295,14 +313,22 @@ function publish(
  */
 function installFailure(
   spec: string,
+  step: InstallStep,
   grant: string,
   status: { readonly code: number | null; readonly signal: string | null },
   report: InstallReport,
   cache: NpxCacheOptions,
 ): SetupFailedError {
-  const lines = [`installing ${spec} failed (npm exited ${status.code ?? status.signal})`];
   const cause = report.npmCause();
-  if (cause !== undefined) lines.push(`cause: ${cause}`);
+  const what = step.scripts
+    ? "in its build step (npm rebuild: the packages' install scripts)"
+    : 'in its download step (npm install --ignore-scripts)';
+  const lines = [
+    `installing ${spec} failed ${what}${cause === undefined ? '' : `: ${cause}`} (npm exited ${status.code ?? status.signal})`,
+  ];
+  // npm's own error first: what the step said, before any suggestion.
+  const said = report.npmSaid();
+  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
   const allowed = [grant, ...(cache.installHosts ?? [])];
   const { refused, grants, unreachable } = report.hosts(allowed);
   if (unreachable.length > 0) {
@@ -325,8 +351,6 @@ function installFailure(
         'refused, and no flag can grant them',
     );
   }
-  const said = report.npmSaid();
-  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
   const name = `install-${spec.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80)}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`;
   const log = report.saveLog(cache.logDir ?? join(dirname(cache.cacheRoot), 'logs'), name);
   if (log) lines.push(`the whole install output: ${log}`);

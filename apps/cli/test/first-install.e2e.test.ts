@@ -1,0 +1,180 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN } from './helpers.js';
+
+// First `npx -y` installs of packages with install-time builds, against a registry served from
+// this test on loopback (not 127.0.0.1, which the sandbox's proxy settings exempt).
+
+const root = mkdtempSync(join(tmpdir(), 'mcp-sandbox-first-install-'));
+// As root the sandbox runs as nobody, who must be able to enter the npx cache.
+chmodSync(root, 0o755);
+
+interface Package {
+  readonly manifest: Record<string, unknown>;
+  readonly tarball: Buffer;
+}
+const packages = new Map<string, Package>();
+let server: Server;
+let registry = '';
+
+/** An MCP server that answers initialize and tools/list, saying in its version what it found. */
+const SERVER = `#!/usr/bin/env node
+let found = 'none';
+try { require('opt-native'); found = 'opt-native'; } catch {}
+require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const msg = JSON.parse(line);
+  if (msg.id === undefined) return;
+  const result = msg.method === 'initialize'
+    ? { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'first-install', version: found } }
+    : msg.method === 'tools/list' ? { tools: [] } : {};
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }) + '\\n');
+});
+`;
+
+/**
+ * What a native build does when it has no headers: asks nodejs.org for them (through the proxy
+ * the sandbox sets, as node-gyp does) and fails as node-gyp fails.
+ */
+const FETCH_HEADERS = `
+const http = require('node:http');
+const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy || 'http://127.0.0.1:3128');
+const req = http.request({ host: proxy.hostname, port: proxy.port, path: 'http://nodejs.org/download/release/' + process.version + '/node-' + process.version + '-headers.tar.gz' });
+const fail = (why) => { console.error('gyp ERR! stack Error: ' + why); console.error('gyp ERR! not ok'); process.exit(1); };
+req.on('response', (r) => { r.resume(); fail('headers download failed: HTTP ' + r.statusCode); });
+req.on('error', (e) => fail('headers download failed: ' + e.message));
+req.end();
+`;
+
+/** A build that looks for Node's headers as node-gyp does: npm_config_nodedir, else download. */
+const HEADER_LOOKUP = `
+const fs = require('node:fs');
+const dir = process.env.npm_config_nodedir;
+const header = dir && dir + '/include/node/node_version.h';
+if (header && fs.existsSync(header)) {
+  const text = fs.readFileSync(header, 'utf8');
+  const major = /#define NODE_MAJOR_VERSION (\\d+)/.exec(text)[1];
+  if (major !== process.versions.node.split('.')[0]) { console.error('gyp ERR! headers of another Node'); process.exit(1); }
+  try { fs.writeFileSync(header, 'changed'); console.error('HEADERS WRITABLE'); process.exit(1); } catch {}
+  fs.writeFileSync(__dirname + '/built.txt', 'built against ' + header);
+  process.exit(0);
+}
+${FETCH_HEADERS}
+`;
+
+function publish(name: string, manifest: Record<string, unknown>, files: Record<string, string>): void {
+  const dir = mkdtempSync(join(root, 'pkg-'));
+  mkdirSync(join(dir, 'package'));
+  const full = { name, version: '1.0.0', ...manifest };
+  writeFileSync(join(dir, 'package', 'package.json'), JSON.stringify(full));
+  for (const [file, text] of Object.entries(files)) {
+    writeFileSync(join(dir, 'package', file), text, { mode: 0o755 });
+  }
+  execFileSync('tar', ['-czf', join(dir, 'pkg.tgz'), '-C', dir, 'package']);
+  packages.set(name, { manifest: full, tarball: readFileSync(join(dir, 'pkg.tgz')) });
+}
+
+beforeAll(async () => {
+  publish(
+    'opt-server',
+    { bin: { 'opt-server': 'server.js' }, optionalDependencies: { 'opt-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  publish('opt-native', { scripts: { install: 'node build.js' } }, { 'build.js': FETCH_HEADERS });
+  publish(
+    'hdr-server',
+    { bin: { 'hdr-server': 'server.js' }, scripts: { install: 'node build.js' } },
+    { 'server.js': SERVER, 'build.js': HEADER_LOOKUP },
+  );
+  publish(
+    'broken-server',
+    { bin: { 'broken-server': 'server.js' }, dependencies: { 'broken-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  publish(
+    'broken-native',
+    { scripts: { install: 'node build.js' } },
+    {
+      'build.js':
+        "console.error('gyp ERR! build error: native.cc:1: error: expected declaration'); process.exit(1);",
+    },
+  );
+  server = createServer((req, res) => {
+    const url = req.url ?? '';
+    const tgz = /^\/([a-z-]+)\/-\/[a-z-]+-1\.0\.0\.tgz$/.exec(url);
+    const found = packages.get(tgz ? (tgz[1] as string) : url.slice(1));
+    if (!found) return res.writeHead(404).end('{}');
+    if (tgz) return res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(found.tarball);
+    const name = found.manifest.name as string;
+    const body = {
+      name,
+      'dist-tags': { latest: '1.0.0' },
+      versions: {
+        '1.0.0': {
+          ...found.manifest,
+          ...(found.manifest.scripts ? { hasInstallScript: true } : {}),
+          dist: {
+            tarball: `${registry}${name}/-/${name}-1.0.0.tgz`,
+            integrity: `sha512-${createHash('sha512').update(found.tarball).digest('base64')}`,
+            shasum: createHash('sha1').update(found.tarball).digest('hex'),
+          },
+        },
+      },
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+  registry = `http://127.0.0.2:${(server.address() as AddressInfo).port}/`;
+});
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** `inspect --json` of `npx -y spec` with a fresh state and install cache of its own. */
+function inspect(spec: string, extra: readonly string[] = []) {
+  const state = mkdtempSync(join(root, 'state-'));
+  chmodSync(state, 0o755);
+  const args = [
+    BIN,
+    'inspect',
+    '--json',
+    '--backend-option',
+    `npmRegistry=${registry}`,
+    '--backend-option',
+    `npmCacheDir=${join(state, 'npx')}`,
+    ...extra,
+    '--',
+    'npx',
+    '-y',
+    spec,
+  ];
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', XDG_STATE_HOME: state };
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, args, { env, timeout: 120_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+const serverVersion = (stdout: string) =>
+  (JSON.parse(stdout) as { server: { version: string } }).server.version;
+
+describe('first installs of packages that build at install time (local backend)', () => {
+  // Before: npm rebuild ran the optional dependency's failing script as a required one; the
+  // install failed, and the hint said --install-allow-net nodejs.org.
+  it('skips an optional dependency whose build fails, as npm does, and the server starts', {
+    timeout: 150_000,
+  }, async () => {
+    const result = await inspect('opt-server@1.0.0');
+    expect(result.stderr).not.toContain('--install-allow-net');
+    expect(result.code, result.stderr).toBe(0);
+    expect(serverVersion(result.stdout)).toBe('none');
+    expect(result.stderr).toMatch(/skipped the optional dependency opt-native: its install script failed/);
+  });
+});
