@@ -177,4 +177,31 @@ describe('first installs of packages that build at install time (local backend)'
     expect(serverVersion(result.stdout)).toBe('none');
     expect(result.stderr).toMatch(/skipped the optional dependency opt-native: its install script failed/);
   });
+
+  // Before: the install step did not get the host's headers (nodedir), so a native build asked
+  // nodejs.org for them, was refused, and the install failed.
+  it('builds against the headers installed with the host node, read-only, without downloading them', {
+    timeout: 150_000,
+  }, async () => {
+    const result = await inspect('hdr-server@1.0.0');
+    expect(result.stderr).not.toContain('HEADERS WRITABLE');
+    expect(result.stderr).not.toContain('nodejs.org');
+    expect(result.code, result.stderr).toBe(0);
+    expect(serverVersion(result.stdout)).toBe('none');
+  });
+
+  // Before: the first line said only "installing … failed (npm exited 1)".
+  it("a required build that fails: the first line names the package, the step and npm's error", {
+    timeout: 150_000,
+  }, async () => {
+    const result = await inspect('broken-server@1.0.0');
+    expect(result.code).not.toBe(0);
+    const failure = result.stderr.slice(result.stderr.indexOf('installing broken-server@1.0.0 failed'));
+    const [first, ...rest] = failure.split('\n');
+    expect(first).toMatch(
+      / in its build step \(npm rebuild: .*\): an install script of broken-native exited with code 1/,
+    );
+    expect(rest.join('\n')).toMatch(/^npm said:\n.*\n(.*\n)*.*gyp ERR! build error: native\.cc:1/);
+    expect(failure).not.toContain('--install-allow-net');
+  });
 });

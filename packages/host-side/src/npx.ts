@@ -39,7 +39,7 @@ import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-
 import { dropOptional, MAX_SKIPPED, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
-import { type InstallStep, installSteps, runStep, sharedCache } from './npx/steps.js';
+import { type InstallStep, installSteps, nodeHeaders, runStep, sharedCache } from './npx/steps.js';
 import { type NpxCacheOptions, type NpxDeps, type PreparedNpx, SANDBOX_NPM_ROOT } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
 import type { Bind } from './view.js';
@@ -213,7 +213,11 @@ async function install(
     for (const file of [npmConfig.cafile, extraCa]) {
       if (file?.startsWith('/')) trust.push({ source: file, dest: file, mode: 'ro' });
     }
+    // Native builds as the host's npm does them: against the headers installed with its node.
+    // A nodedir the user passes with --install-env wins.
+    const headers = nodeHeaders(deps.cache.hostEnv);
     const env: Record<string, string> = {
+      ...(headers ? { npm_config_nodedir: headers.nodedir } : {}),
       ...deps.cache.installEnv,
       ...(extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {}),
     };
@@ -228,7 +232,13 @@ async function install(
         // The lock as npm wrote it, before any package code ran.
         optional = optionalPackages(prefix);
       }
-      const binds = [prefixBind, ...trust, ...(step.cache ? [step.cache] : []), ...(step.binds ?? [])];
+      const binds = [
+        prefixBind,
+        ...trust,
+        ...(step.cache ? [step.cache] : []),
+        ...(step.binds ?? []),
+        ...(step.scripts && headers ? headers.binds : []),
+      ];
       // The fetch reaches the registry only; the scripts as today's install scripts do.
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
       const run = () => runStep(step.argv, binds, { allow: hosts }, env, report, options, deps, guard);

@@ -1,8 +1,9 @@
-import { isAbsolute } from 'node:path';
+import { realpathSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import type { NetworkSpec, PrepareOptions } from '@mcpsandbox/core';
 import type { InstallReport } from '../install-report.js';
 import { checkUserNpmCache, type UserNpmCache } from '../user-npm-cache.js';
-import { type Bind, commandBinds, hiddenRoots, locateCommand } from '../view.js';
+import { type Bind, commandBinds, hiddenRoots, isHidden, locateCommand } from '../view.js';
 import type { HostNpmConfig } from './npm-config.js';
 import { type NpxDeps, SANDBOX_NPM_CACHE } from './types.js';
 import type { InstallGuard } from './watchdog.js';
@@ -91,6 +92,31 @@ export function installSteps(
     { argv: ['npm', 'ci', ...common, ...shared, '--prefer-offline'], cache: bind, scripts: false },
     scripts,
   ];
+}
+
+/**
+ * The headers installed with the node the install step runs (`<prefix>/include/node`), as the
+ * host's npm builds native modules against them: `npm_config_nodedir` for node-gyp (which would
+ * otherwise download them from nodejs.org), and a read-only bind when they are under a hidden
+ * directory (nvm's, in the home). Undefined when that node has no headers beside it.
+ */
+export function nodeHeaders(
+  hostEnv: Readonly<Record<string, string | undefined>>,
+): { readonly nodedir: string; readonly binds: readonly Bind[] } | undefined {
+  const found = locateCommand('node', hostEnv.PATH, process.cwd());
+  if (found === undefined || !isAbsolute(found)) return undefined;
+  let prefix: string;
+  try {
+    const real = realpathSync(found);
+    if (basename(dirname(real)) !== 'bin') return undefined;
+    prefix = dirname(dirname(real));
+    if (!statSync(join(prefix, 'include', 'node', 'node_version.h')).isFile()) return undefined;
+  } catch {
+    return undefined;
+  }
+  const headers = join(prefix, 'include', 'node');
+  const hidden = isHidden(headers, hiddenRoots(hostEnv.HOME));
+  return { nodedir: prefix, binds: hidden ? [{ source: headers, dest: headers, mode: 'ro' }] : [] };
 }
 
 /** Reasons already told: the fallback to a private cache is said once per process. */
