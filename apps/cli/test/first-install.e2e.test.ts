@@ -11,7 +11,7 @@ import { BIN } from './helpers.js';
 // First `npx -y` installs of packages with install-time builds, against a registry served from
 // this test on loopback (not 127.0.0.1, which the sandbox's proxy settings exempt).
 
-const root = mkdtempSync(join(tmpdir(), 'mcp-sandbox-first-install-'));
+const root = mkdtempSync(join(tmpdir(), 'first-install-e2e-'));
 // As root the sandbox runs as nobody, who must be able to enter the npx cache.
 chmodSync(root, 0o755);
 
@@ -20,6 +20,9 @@ interface Package {
   readonly tarball: Buffer;
 }
 const packages = new Map<string, Package>();
+let tarballs = 0;
+/** Root's own npm cache, as a devcontainer's or CI's npx fills it. */
+const ROOT_CACHE = join(root, 'root-npm-cache');
 let server: Server;
 let registry = '';
 
@@ -92,6 +95,18 @@ beforeAll(async () => {
     { 'server.js': SERVER, 'build.js': HEADER_LOOKUP },
   );
   publish(
+    'cached-server',
+    { bin: { 'cached-server': 'server.js' }, scripts: { install: 'node probe.js' } },
+    {
+      'server.js': SERVER,
+      // The install script must not find root's cache, where the fetch saw it or on the host.
+      'probe.js': `const fs = require('node:fs');
+for (const p of ['/run/mcp-sandbox/npm-cache-ro', '/run/mcp-sandbox/npm-cache', ${JSON.stringify(ROOT_CACHE)}]) {
+  if (fs.existsSync(p)) { console.error('CACHE VISIBLE ' + p); process.exit(1); }
+}`,
+    },
+  );
+  publish(
     'broken-server',
     { bin: { 'broken-server': 'server.js' }, dependencies: { 'broken-native': '1.0.0' } },
     { 'server.js': SERVER },
@@ -109,6 +124,7 @@ beforeAll(async () => {
     const tgz = /^\/([a-z-]+)\/-\/[a-z-]+-1\.0\.0\.tgz$/.exec(url);
     const found = packages.get(tgz ? (tgz[1] as string) : url.slice(1));
     if (!found) return res.writeHead(404).end('{}');
+    if (tgz) tarballs++;
     if (tgz) return res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(found.tarball);
     const name = found.manifest.name as string;
     const body = {
@@ -137,7 +153,7 @@ afterAll(async () => {
 });
 
 /** `inspect --json` of `npx -y spec` with a fresh state and install cache of its own. */
-function inspect(spec: string, extra: readonly string[] = []) {
+function inspect(spec: string, extra: readonly string[] = [], extraEnv: Record<string, string> = {}) {
   const state = mkdtempSync(join(root, 'state-'));
   chmodSync(state, 0o755);
   const args = [
@@ -154,7 +170,12 @@ function inspect(spec: string, extra: readonly string[] = []) {
     '-y',
     spec,
   ];
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', XDG_STATE_HOME: state };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/',
+    XDG_STATE_HOME: state,
+    ...extraEnv,
+  };
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(process.execPath, args, { env, timeout: 120_000 }, (error, stdout, stderr) =>
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
@@ -204,4 +225,45 @@ describe('first installs of packages that build at install time (local backend)'
     expect(rest.join('\n')).toMatch(/^npm said:\n.*\n(.*\n)*.*gyp ERR! build error: native\.cc:1/);
     expect(failure).not.toContain('--install-allow-net');
   });
+
+  // Before, as root: "npm's cache … is owned by uid 0, not by uid 65534", and every tarball
+  // downloaded again.
+  it.runIf(process.getuid?.() === 0)(
+    "as root: reuses root's npm cache read-only, downloads nothing it holds, and says nothing",
+    { timeout: 150_000 },
+    async () => {
+      const project = mkdtempSync(join(root, 'direct-'));
+      // Filled as a direct npx would fill it; root-owned, as root's ~/.npm is.
+      await new Promise<void>((resolve, reject) =>
+        execFile(
+          'npm',
+          [
+            'install',
+            'cached-server@1.0.0',
+            '--prefix',
+            project,
+            '--cache',
+            ROOT_CACHE,
+            '--registry',
+            registry,
+            '--ignore-scripts',
+          ],
+          { env: { PATH: process.env.PATH ?? '', HOME: root } },
+          (error) => (error ? reject(error) : resolve()),
+        ),
+      );
+      chmodSync(ROOT_CACHE, 0o755);
+      const listing = () =>
+        execFileSync('find', [ROOT_CACHE, '-printf', '%p %s %T@ %m %u\\n'], { encoding: 'utf8' });
+      const before = listing();
+      const downloaded = tarballs;
+      const result = await inspect('cached-server@1.0.0', [], { npm_config_cache: ROOT_CACHE });
+      expect(result.code, result.stderr).toBe(0);
+      expect(tarballs, result.stderr).toBe(downloaded);
+      expect(result.stderr).not.toContain('private cache');
+      expect(result.stderr).not.toContain('CACHE VISIBLE');
+      // Read only: nothing the install step ran changed it.
+      expect(listing()).toBe(before);
+    },
+  );
 });

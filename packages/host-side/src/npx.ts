@@ -241,7 +241,8 @@ async function install(
       ];
       // The fetch reaches the registry only; the scripts as today's install scripts do.
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
-      const run = () => runStep(step.argv, binds, { allow: hosts }, env, report, options, deps, guard);
+      const stepEnv = step.env ? { ...env, ...step.env } : env;
+      const run = () => runStep(step.argv, binds, { allow: hosts }, stepEnv, report, options, deps, guard);
       let status = await run();
       // npm's rebuild fails on any script; npm's install skips an optional package whose build
       // fails (and removes it): so does this step, then runs the scripts again.
