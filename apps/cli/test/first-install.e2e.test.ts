@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -21,6 +21,8 @@ interface Package {
 }
 const packages = new Map<string, Package>();
 let tarballs = 0;
+/** The gate a slow install waits on (its script asks the registry host, which it may reach). */
+let gateOpen = false;
 /** Root's own npm cache, as a devcontainer's or CI's npx fills it. */
 const ROOT_CACHE = join(root, 'root-npm-cache');
 let server: Server;
@@ -83,44 +85,9 @@ function publish(name: string, manifest: Record<string, unknown>, files: Record<
 }
 
 beforeAll(async () => {
-  publish(
-    'opt-server',
-    { bin: { 'opt-server': 'server.js' }, optionalDependencies: { 'opt-native': '1.0.0' } },
-    { 'server.js': SERVER },
-  );
-  publish('opt-native', { scripts: { install: 'node build.js' } }, { 'build.js': FETCH_HEADERS });
-  publish(
-    'hdr-server',
-    { bin: { 'hdr-server': 'server.js' }, scripts: { install: 'node build.js' } },
-    { 'server.js': SERVER, 'build.js': HEADER_LOOKUP },
-  );
-  publish(
-    'cached-server',
-    { bin: { 'cached-server': 'server.js' }, scripts: { install: 'node probe.js' } },
-    {
-      'server.js': SERVER,
-      // The install script must not find root's cache, where the fetch saw it or on the host.
-      'probe.js': `const fs = require('node:fs');
-for (const p of ['/run/mcp-sandbox/npm-cache-ro', '/run/mcp-sandbox/npm-cache', ${JSON.stringify(ROOT_CACHE)}]) {
-  if (fs.existsSync(p)) { console.error('CACHE VISIBLE ' + p); process.exit(1); }
-}`,
-    },
-  );
-  publish(
-    'broken-server',
-    { bin: { 'broken-server': 'server.js' }, dependencies: { 'broken-native': '1.0.0' } },
-    { 'server.js': SERVER },
-  );
-  publish(
-    'broken-native',
-    { scripts: { install: 'node build.js' } },
-    {
-      'build.js':
-        "console.error('gyp ERR! build error: native.cc:1: error: expected declaration'); process.exit(1);",
-    },
-  );
   server = createServer((req, res) => {
     const url = req.url ?? '';
+    if (url.endsWith('/gate')) return res.writeHead(gateOpen ? 200 : 503).end();
     const tgz = /^\/([a-z-]+)\/-\/[a-z-]+-1\.0\.0\.tgz$/.exec(url);
     const found = packages.get(tgz ? (tgz[1] as string) : url.slice(1));
     if (!found) return res.writeHead(404).end('{}');
@@ -146,6 +113,60 @@ for (const p of ['/run/mcp-sandbox/npm-cache-ro', '/run/mcp-sandbox/npm-cache', 
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
   registry = `http://127.0.0.2:${(server.address() as AddressInfo).port}/`;
+  publish(
+    'opt-server',
+    { bin: { 'opt-server': 'server.js' }, optionalDependencies: { 'opt-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  publish('opt-native', { scripts: { install: 'node build.js' } }, { 'build.js': FETCH_HEADERS });
+  publish(
+    'hdr-server',
+    { bin: { 'hdr-server': 'server.js' }, scripts: { install: 'node build.js' } },
+    { 'server.js': SERVER, 'build.js': HEADER_LOOKUP },
+  );
+  publish(
+    'cached-server',
+    { bin: { 'cached-server': 'server.js' }, scripts: { install: 'node probe.js' } },
+    {
+      'server.js': SERVER,
+      // The install script must not find root's cache, where the fetch saw it or on the host.
+      'probe.js': `const fs = require('node:fs');
+for (const p of ['/run/mcp-sandbox/npm-cache-ro', '/run/mcp-sandbox/npm-cache', ${JSON.stringify(ROOT_CACHE)}]) {
+  if (fs.existsSync(p)) { console.error('CACHE VISIBLE ' + p); process.exit(1); }
+}`,
+    },
+  );
+  publish(
+    'slow-server',
+    { bin: { 'slow-server': 'server.js' }, scripts: { install: 'node wait.js' } },
+    {
+      'server.js': SERVER,
+      // A long first install: waits until the test opens the gate on the registry's host.
+      'wait.js': `const http = require('node:http');
+const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy);
+const gate = require('./gate.json').url;
+const ask = () => http.request({ host: proxy.hostname, port: proxy.port, path: gate }, (r) => {
+  r.resume();
+  if (r.statusCode === 200) process.exit(0);
+  setTimeout(ask, 200);
+}).on('error', () => setTimeout(ask, 200)).end();
+ask();`,
+      'gate.json': JSON.stringify({ url: `${registry}gate` }),
+    },
+  );
+  publish(
+    'broken-server',
+    { bin: { 'broken-server': 'server.js' }, dependencies: { 'broken-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  publish(
+    'broken-native',
+    { scripts: { install: 'node build.js' } },
+    {
+      'build.js':
+        "console.error('gyp ERR! build error: native.cc:1: error: expected declaration'); process.exit(1);",
+    },
+  );
 });
 afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
@@ -266,4 +287,65 @@ describe('first installs of packages that build at install time (local backend)'
       expect(listing()).toBe(before);
     },
   );
+
+  // Before: nothing said the install goes on after the client gives up, and neither ls nor
+  // doctor showed it or the sandbox's own install cache.
+  it('a long first install: stderr says it goes on, ls and doctor show it, and the next start is warm', {
+    timeout: 150_000,
+  }, async () => {
+    const home = mkdtempSync(join(root, 'home-'));
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/',
+      XDG_STATE_HOME: join(home, 'state'),
+      XDG_CACHE_HOME: join(home, 'cache'),
+    };
+    const cli = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [BIN, ...args], { env, timeout: 120_000 }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+    const args = ['--backend-option', `npmRegistry=${registry}`, '--', 'npx', '-y', 'slow-server@1.0.0'];
+    const first = spawn(process.execPath, [BIN, 'run', ...args], { env });
+    let stderr = '';
+    first.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise((resolve) => first.on('close', resolve));
+    first.stdin.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } })}\n`,
+    );
+    try {
+      // The install is under way (its script waits at the gate).
+      for (let i = 0; i < 600 && !stderr.includes('goes on if the client gives up'); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(stderr).toContain('installing slow-server@1.0.0');
+      expect(stderr).toContain('goes on if the client gives up');
+      const ls = await cli(['ls']);
+      expect(ls.stdout).toMatch(/installs in progress.*\n {2}slow-server@1\.0\.0 {2}since \S+, process \d+/);
+      const doctor = await cli(['doctor']);
+      expect(doctor.stdout).toMatch(
+        new RegExp(
+          `sandbox install cache.*${join(home, 'cache', 'mcp-sandbox', 'npm')} \\(.*, 0 entries\\); installing now: slow-server@1\\.0\\.0`,
+        ),
+      );
+      // The client gives up; the install goes on and finishes once the gate opens.
+      first.kill('SIGKILL');
+      await exited;
+    } finally {
+      gateOpen = true;
+    }
+    for (let i = 0; i < 600; i++) {
+      const now = await cli(['ls']);
+      if (!now.stdout.includes('installs in progress')) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const doctor = await cli(['doctor']);
+    expect(doctor.stdout).toMatch(/sandbox install cache.*, 1 entries\)/);
+    const warm = await cli(['inspect', '--json', ...args]);
+    expect(warm.code, warm.stderr).toBe(0);
+    expect(warm.stderr).not.toContain('installing slow-server');
+  });
 });

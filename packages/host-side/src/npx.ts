@@ -22,6 +22,7 @@ import {
 } from './host-fs.js';
 import { InstallReport } from './install-report.js';
 import { installInBackground } from './npx/background.js';
+import { INSTALLING, writeInstalling } from './npx/cache-status.js';
 import { cacheUsage, writeUsage } from './npx/cache-usage.js';
 import {
   cacheKey,
@@ -120,6 +121,12 @@ export async function prepareNpx(
         deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
       } else {
         say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
+        if (deps.background) {
+          say(
+            'a first install can take minutes: it goes on if the client gives up or times out ' +
+              '(mcp-sandbox ls and doctor show it while it runs); then start the server again',
+          );
+        }
         deps.onEvent?.({ type: 'prepare', cache: 'miss', spec, entry, network: [grant] });
         // Checked here too, so that a fallback is said where the user sees it (not in the worker).
         sharedCache(deps, npmConfig);
@@ -185,6 +192,7 @@ async function install(
     // Reachable (not listable) by the sandbox user, who must get to pkg/ to bind it.
     fchmodSync(staging.fd, deps.runAs ? 0o711 : 0o700);
     writeFileAt(staging, OWNER, String(process.pid));
+    writeInstalling(staging, spec);
     mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
     prefix = openDirAt(staging, PREFIX);
     if (!prefix) throw new HostFsError('the install prefix vanished');
@@ -304,6 +312,7 @@ function publish(
   // The marker goes next to pkg/, in the staging directory the sandbox never saw.
   writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
   unlinkSync(at(staging.fd, OWNER));
+  unlinkSync(at(staging.fd, INSTALLING));
   fchmodSync(staging.fd, 0o755);
   try {
     renameAt(root, stagingName, key);
