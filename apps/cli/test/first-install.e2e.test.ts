@@ -145,11 +145,14 @@ for (const p of ['/run/mcp-sandbox/npm-cache-ro', '/run/mcp-sandbox/npm-cache', 
       'wait.js': `const http = require('node:http');
 const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy);
 const gate = require('./gate.json').url;
+// Bounded: a registry that is gone (the test ended) fails the install rather than hang it.
+let tries = 0;
 const ask = () => http.request({ host: proxy.hostname, port: proxy.port, path: gate }, (r) => {
   r.resume();
   if (r.statusCode === 200) process.exit(0);
+  if (++tries > 600) process.exit(1);
   setTimeout(ask, 200);
-}).on('error', () => setTimeout(ask, 200)).end();
+}).on('error', () => process.exit(1)).end();
 ask();`,
       'gate.json': JSON.stringify({ url: `${registry}gate` }),
     },
@@ -336,6 +339,7 @@ describe('first installs of packages that build at install time (local backend)'
       await exited;
     } finally {
       gateOpen = true;
+      first.kill('SIGKILL');
     }
     for (let i = 0; i < 600; i++) {
       const now = await cli(['ls']);
