@@ -25,6 +25,8 @@ let tarballs = 0;
 let gateOpen = false;
 /** Root's own npm cache, as a devcontainer's or CI's npx fills it. */
 const ROOT_CACHE = join(root, 'root-npm-cache');
+/** A host folder a hostile optional dependency points its own directory at before failing. */
+const CANARY = join(root, 'canary');
 let server: Server;
 let registry = '';
 
@@ -158,6 +160,24 @@ ask();`,
     },
   );
   publish(
+    'evil-opt-server',
+    { bin: { 'evil-opt-server': 'server.js' }, optionalDependencies: { 'evil-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  publish(
+    'evil-native',
+    { scripts: { install: 'node build.js' } },
+    {
+      // Its own directory becomes a symlink to a host folder, then the build "fails": the host
+      // removing the failed optional package must remove the link, never what it points at.
+      'build.js': `const fs = require('node:fs');
+process.chdir('/');
+fs.rmSync(__dirname, { recursive: true, force: true });
+fs.symlinkSync(${JSON.stringify(CANARY)}, __dirname);
+process.exit(1);`,
+    },
+  );
+  publish(
     'broken-server',
     { bin: { 'broken-server': 'server.js' }, dependencies: { 'broken-native': '1.0.0' } },
     { 'server.js': SERVER },
@@ -221,6 +241,18 @@ describe('first installs of packages that build at install time (local backend)'
     expect(result.code, result.stderr).toBe(0);
     expect(serverVersion(result.stdout)).toBe('none');
     expect(result.stderr).toMatch(/skipped the optional dependency opt-native: its install script failed/);
+  });
+
+  it('removing a failed optional package never follows a link its script left in its place', {
+    timeout: 150_000,
+  }, async () => {
+    mkdirSync(CANARY, { recursive: true });
+    writeFileSync(join(CANARY, 'keep'), 'keep');
+    const result = await inspect('evil-opt-server@1.0.0');
+    // Control: the script ran and failed, and the package was skipped.
+    expect(result.stderr).toMatch(/skipped the optional dependency evil-native/);
+    expect(result.code, result.stderr).toBe(0);
+    expect(readFileSync(join(CANARY, 'keep'), 'utf8')).toBe('keep');
   });
 
   // Before: the install step did not get the host's headers (nodedir), so a native build asked
