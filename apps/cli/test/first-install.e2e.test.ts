@@ -147,14 +147,14 @@ for (const p of ['/run/mcp-sandbox/npm-cache-ro', '/run/mcp-sandbox/npm-cache', 
       'wait.js': `const http = require('node:http');
 const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy);
 const gate = require('./gate.json').url;
-// Bounded: a registry that is gone (the test ended) fails the install rather than hang it.
+// Bounded (2 minutes): a registry that is gone (the test ended) fails the install, never hangs it.
 let tries = 0;
+const again = () => (++tries > 600 ? process.exit(1) : setTimeout(ask, 200));
 const ask = () => http.request({ host: proxy.hostname, port: proxy.port, path: gate }, (r) => {
   r.resume();
   if (r.statusCode === 200) process.exit(0);
-  if (++tries > 600) process.exit(1);
-  setTimeout(ask, 200);
-}).on('error', () => process.exit(1)).end();
+  again();
+}).on('error', again).end();
 ask();`,
       'gate.json': JSON.stringify({ url: `${registry}gate` }),
     },

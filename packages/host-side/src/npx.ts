@@ -251,19 +251,9 @@ async function install(
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
       const stepEnv = step.env ? { ...env, ...step.env } : env;
       const run = () => runStep(step.argv, binds, { allow: hosts }, stepEnv, report, options, deps, guard);
-      let status = await run();
-      // npm's rebuild fails on any script; npm's install skips an optional package whose build
-      // fails (and removes it): so does this step, then runs the scripts again.
-      for (let skipped = 0; status.code !== 0 && step.scripts && skipped < MAX_SKIPPED; skipped++) {
-        const failed = report.failedPath(inside);
-        if (failed === undefined || !optional.has(failed)) break;
-        const name = dropOptional(prefix, failed);
-        deps.logger.info(
-          `skipped the optional dependency ${name ?? '(unnamed)'}: its install script failed (npm skips a failed optional dependency too)`,
-        );
-        report.nextAttempt();
-        status = await run();
-      }
+      const status = step.scripts
+        ? await skippingOptional(run, { report, inside, prefix, optional, logger: deps.logger })
+        : await run();
       if (status.code !== 0) throw installFailure(spec, step, grant, status, report, deps.cache);
     }
     return publish(
@@ -285,6 +275,36 @@ async function install(
     closeDir(prefix);
     closeDir(staging);
   }
+}
+
+type StepStatus = { readonly code: number | null; readonly signal: string | null };
+
+/**
+ * npm's rebuild fails on any script; npm's install skips an optional package whose build fails
+ * (and removes it): so does the scripts step, which then runs again without it.
+ */
+async function skippingOptional(
+  run: () => Promise<StepStatus>,
+  at: {
+    readonly report: InstallReport;
+    readonly inside: string;
+    readonly prefix: OpenDir;
+    readonly optional: ReadonlySet<string>;
+    readonly logger: NpxDeps['logger'];
+  },
+): Promise<StepStatus> {
+  let status = await run();
+  for (let skipped = 0; status.code !== 0 && skipped < MAX_SKIPPED; skipped++) {
+    const failed = at.report.failedPath(at.inside);
+    if (failed === undefined || !at.optional.has(failed)) break;
+    const name = dropOptional(at.prefix, failed);
+    at.logger.info(
+      `skipped the optional dependency ${name ?? '(unnamed)'}: its install script failed (npm skips a failed optional dependency too)`,
+    );
+    at.report.nextAttempt();
+    status = await run();
+  }
+  return status;
 }
 
 /** Seals the finished install, writes its marker and moves the staging directory into place. */
