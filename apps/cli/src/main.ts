@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { runCli, type StateStore } from '@mcpsandbox/cli';
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
+import { localInstallCache } from './install-cache.js';
 import { packageVersion } from './version.js';
 
 /** Named state lives where the OS backends keep it; the module loads only for `state`. */
@@ -41,6 +42,7 @@ export function main(args: readonly string[]): Promise<number> {
       faults: process,
     },
     state: localState(),
+    installCache: () => localInstallCache(process.env),
     // The doctor's checks and probes load with doctor, not with every start.
     doctor: async () => (await import('./doctor-setup.js')).doctorSetup(),
   });

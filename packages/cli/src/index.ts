@@ -46,7 +46,14 @@ export type {
   DoctorSetup,
   ExecResult,
 } from './doctor/types.js';
-export type { CliIo, CliOptions, FaultEvent, FaultSource, SignalSource } from './options.js';
+export type {
+  CliIo,
+  CliOptions,
+  FaultEvent,
+  FaultSource,
+  InstallCacheView,
+  SignalSource,
+} from './options.js';
 export { parseAllowNet, parseMount, parseSize } from './parse.js';
 export { createProgram, runCli } from './program.js';
 export { reportError } from './report.js';

@@ -49,4 +49,18 @@ export interface CliOptions {
   readonly doctor?: DoctorSetup | (() => Promise<DoctorSetup>);
   /** Named state (`run --state`, `mcp-sandbox state`); without it the state command says so. */
   readonly state?: StateStore;
+  /** The sandbox's own install cache and the installs under way in it, for `ls` and `doctor`. */
+  readonly installCache?: () => InstallCacheView | undefined;
+}
+
+/** What the install cache holds (complete entries) and what is being installed into it. */
+export interface InstallCacheView {
+  readonly root: string;
+  readonly entries: number;
+  readonly bytes: number;
+  readonly installing: readonly {
+    readonly spec: string;
+    readonly pid: number;
+    readonly since: string;
+  }[];
 }

@@ -349,6 +349,13 @@ export function removeAt(
   }
 }
 
+/** {@link removeAt} of `dirs/…/name` below `dir`, never through a symlink; nothing when absent. */
+export function removeBelow(dir: OpenDir, path: readonly string[]): void {
+  const name = path[path.length - 1];
+  if (name === undefined) throw new HostFsError('empty path');
+  walk(dir, path.slice(0, -1), (parent) => removeAt(parent, name));
+}
+
 /** Gives the host back its permissions on a directory the sandbox (same uid) locked. */
 function unlock(pathFd: number, stat: Stats): void {
   if ((stat.mode & 0o700) === 0o700) return;

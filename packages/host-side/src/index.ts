@@ -14,6 +14,11 @@ export type { InstallJob, InstallResult, StartedWorker } from './install-job.js'
 export { unwritableMountWarnings } from './mount-access.js';
 export { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
 export {
+  type InstallCacheStatus,
+  type InstallInProgress,
+  installCacheStatus,
+} from './npx/cache-status.js';
+export {
   DEFAULT_INSTALL_QUOTA,
   type InstallQuota,
   InstallQuotaError,

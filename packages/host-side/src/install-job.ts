@@ -23,9 +23,13 @@ export interface InstallJob {
   readonly npmConfig?: HostNpmConfig;
 }
 
-export type InstallResult =
+export type InstallResult = (
   | { readonly ok: true }
-  | { readonly ok: false; readonly message: string; readonly code: string; readonly exitCode?: number };
+  | { readonly ok: false; readonly message: string; readonly code: string; readonly exitCode?: number }
+) & {
+  /** What the install told its user on the way (mcp-sandbox's own words, not the package's). */
+  readonly notes?: readonly string[];
+};
 
 export interface StartedWorker {
   readonly stderr: AsyncIterable<Uint8Array>;

@@ -53,3 +53,32 @@ describe('the hosts an install was refused, and the granted ones it could not re
     ]);
   });
 });
+
+describe('an install step run again after an optional dependency was skipped', () => {
+  const INSIDE = '/run/mcp-sandbox/npm/abc';
+  const failed = (pkgPath: string) =>
+    Buffer.from(
+      `npm error code 1\nnpm error path ${pkgPath}\nnpm error command failed\nnpm error command sh -c node build.js\n`,
+    );
+
+  it('names the failed package by its path below the prefix, and nothing outside it', () => {
+    const report = new InstallReport();
+    report.output(failed(`${INSIDE}/node_modules/ssh2/node_modules/cpu-features`));
+    expect(report.failedPath(INSIDE)).toBe('node_modules/ssh2/node_modules/cpu-features');
+    const elsewhere = new InstallReport();
+    elsewhere.output(failed('/etc/node_modules/x'));
+    expect(elsewhere.failedPath(INSIDE)).toBeUndefined();
+  });
+
+  it("forgets what the skipped attempt tried and said: the hint and npm's lines are the new attempt's", () => {
+    const report = new InstallReport();
+    report.event(deny('nodejs.org', 443, 'not granted'));
+    report.output(failed(`${INSIDE}/node_modules/opt-native`));
+    report.nextAttempt();
+    expect(report.hosts(['registry.example:443']).refused).toEqual([]);
+    expect(report.failedPath(INSIDE)).toBeUndefined();
+    report.output(Buffer.from('npm error code E404\nnpm error 404 Not Found\n'));
+    expect(report.npmSaid().join('\n')).not.toContain('opt-native');
+    expect(report.npmCause()).toBe('the registry has no such package or version (HTTP 404)');
+  });
+});

@@ -10,7 +10,7 @@ import {
   type SandboxEvent,
 } from '@mcpsandbox/core';
 import { closeDir, openOwnedDir, writeFileAt } from './host-fs.js';
-import { describeNpmCause, parseNpmCause } from './npm-cause.js';
+import { describeNpmCause, failedScriptPath, parseNpmCause } from './npm-cause.js';
 
 /** An errno-style code as the egress side records it; anything else is not shown. */
 const ERROR_CODE = /^E[A-Z0-9_]{1,31}$/;
@@ -26,6 +26,8 @@ const LOG_BYTES = 1024 * 1024;
  */
 export class InstallReport {
   #output = Buffer.alloc(0);
+  /** Where the current attempt's output starts in #output (an earlier one stays in the log). */
+  #attemptStart = 0;
   readonly #refused = new Map<string, { readonly host: Host; readonly port: number }>();
   /** Granted hosts the host side could not reach, each with why, in this module's words. */
   readonly #unreachable = new Map<string, { readonly host: Host; readonly why: string }>();
@@ -34,7 +36,37 @@ export class InstallReport {
   /** Feed every chunk of the install's stdout and stderr. */
   output(chunk: Uint8Array): void {
     const joined = Buffer.concat([this.#output, chunk]);
-    this.#output = joined.length > LOG_BYTES ? joined.subarray(joined.length - LOG_BYTES) : joined;
+    const cut = Math.max(0, joined.length - LOG_BYTES);
+    this.#output = cut > 0 ? joined.subarray(cut) : joined;
+    this.#attemptStart = Math.max(0, this.#attemptStart - cut);
+  }
+
+  /**
+   * The step runs again (after an optional dependency was skipped): what the last attempt tried
+   * and said is no longer the cause of anything; its output stays in the log.
+   */
+  nextAttempt(): void {
+    this.#attemptStart = this.#output.length;
+    this.#refused.clear();
+    this.#unreachable.clear();
+    this.#invalid = 0;
+  }
+
+  /** The current attempt's output, as lines (unescaped: parse only, never show). */
+  #lines(): string[] {
+    return this.#output
+      .subarray(this.#attemptStart)
+      .toString('utf8')
+      .split(/\r?\n/)
+      .map((l) => l.trimEnd());
+  }
+
+  /**
+   * The path below `inside` (the install prefix) of the package whose script failed, from npm's
+   * `npm error path` line right after its last `npm error code` line; undefined if none.
+   */
+  failedPath(inside: string): string | undefined {
+    return failedScriptPath(this.#lines(), inside);
   }
 
   /**
@@ -96,12 +128,7 @@ export class InstallReport {
 
   /** npm's own reason, from its `npm error code` line, in this module's words; undefined if none. */
   npmCause(): string | undefined {
-    const cause = parseNpmCause(
-      this.#output
-        .toString('utf8')
-        .split(/\r?\n/)
-        .map((l) => l.trimEnd()),
-    );
+    const cause = parseNpmCause(this.#lines());
     return cause === undefined ? undefined : describeNpmCause(cause);
   }
 
@@ -112,11 +139,7 @@ export class InstallReport {
 
   /** npm's own error lines (`npm error …`, `npm ERR! …`), without its stack lines; else the last lines. */
   npmSaid(max = 8): string[] {
-    const lines = this.#output
-      .toString('utf8')
-      .split(/\r?\n/)
-      .map((line) => escapeControls(line.trimEnd()))
-      .filter(Boolean);
+    const lines = this.#lines().map(escapeControls).filter(Boolean);
     const own = lines.filter((l) => /^npm (error|ERR!)/.test(l) && !/^npm (error|ERR!)\s+at /.test(l));
     const picked = own.length > 0 ? own : lines.filter((l) => !/^\s+at /.test(l));
     return picked.slice(0, max).concat(picked.length > max ? [`… (${picked.length - max} more)`] : []);

@@ -58,6 +58,20 @@ export function parseNpmCause(lines: readonly string[]): NpmCause | undefined {
   return ERROR_CODE.test(code) ? { kind: 'other', code } : undefined;
 }
 
+/**
+ * The path below `inside` of the package whose script failed: npm's `npm error path` line within
+ * the four lines after its last `npm error code` line. Undefined if none, or not below `inside`.
+ */
+export function failedScriptPath(lines: readonly string[], inside: string): string | undefined {
+  const at = lines.findLastIndex((line) => CODE_LINE.test(line));
+  if (at === -1) return undefined;
+  for (const line of lines.slice(at + 1, at + 4)) {
+    const path = /^npm (?:error|ERR!) path (\S+)$/.exec(line)?.[1];
+    if (path?.startsWith(`${inside}/`)) return path.slice(inside.length + 1);
+  }
+  return undefined;
+}
+
 function scriptPackage(lines: readonly string[]): string | undefined {
   for (const line of lines) {
     const name = PATH_LINE.exec(line)?.[1];

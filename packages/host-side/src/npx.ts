@@ -22,6 +22,7 @@ import {
 } from './host-fs.js';
 import { InstallReport } from './install-report.js';
 import { installInBackground } from './npx/background.js';
+import { INSTALLING, writeInstalling } from './npx/cache-status.js';
 import { cacheUsage, writeUsage } from './npx/cache-usage.js';
 import {
   cacheKey,
@@ -36,9 +37,10 @@ import {
 } from './npx/entries.js';
 import { checkInstalledIntegrity } from './npx/installed-integrity.js';
 import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-config.js';
+import { dropOptional, MAX_SKIPPED, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
-import { installSteps, runStep, sharedCache } from './npx/steps.js';
+import { type InstallStep, installSteps, nodeHeaders, runStep, sharedCache } from './npx/steps.js';
 import { type NpxCacheOptions, type NpxDeps, type PreparedNpx, SANDBOX_NPM_ROOT } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
 import type { Bind } from './view.js';
@@ -119,11 +121,17 @@ export async function prepareNpx(
         deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });
       } else {
         say(`installing ${spec} from ${registry} into ${entry} (network: ${grant} only)`);
+        if (deps.background) {
+          say(
+            'a first install can take minutes: it goes on if the client gives up or times out ' +
+              '(mcp-sandbox ls and doctor show it while it runs); then start the server again',
+          );
+        }
         deps.onEvent?.({ type: 'prepare', cache: 'miss', spec, entry, network: [grant] });
         // Checked here too, so that a fallback is said where the user sees it (not in the worker).
         sharedCache(deps, npmConfig);
         installed = deps.background
-          ? await installInBackground(root, key, pinned, registry, npmConfig, options, deps.background)
+          ? await installInBackground(root, key, pinned, registry, npmConfig, options, deps.background, say)
           : await install(root, key, pinned, registry, grant, npmConfig, options, deps);
         checkEntryIntegrity(installed, pinned, entry);
         deps.onEvent?.({ type: 'prepare', cache: 'stored', spec, entry });
@@ -184,6 +192,7 @@ async function install(
     // Reachable (not listable) by the sandbox user, who must get to pkg/ to bind it.
     fchmodSync(staging.fd, deps.runAs ? 0o711 : 0o700);
     writeFileAt(staging, OWNER, String(process.pid));
+    writeInstalling(staging, spec);
     mkdirSync(at(staging.fd, PREFIX), { mode: 0o700 });
     prefix = openDirAt(staging, PREFIX);
     if (!prefix) throw new HostFsError('the install prefix vanished');
@@ -212,22 +221,40 @@ async function install(
     for (const file of [npmConfig.cafile, extraCa]) {
       if (file?.startsWith('/')) trust.push({ source: file, dest: file, mode: 'ro' });
     }
+    // Native builds as the host's npm does them: against the headers installed with its node.
+    // A nodedir the user passes with --install-env wins.
+    const headers = nodeHeaders(deps.cache.hostEnv);
     const env: Record<string, string> = {
+      ...(headers ? { npm_config_nodedir: headers.nodedir } : {}),
       ...deps.cache.installEnv,
       ...(extraCa ? { NODE_EXTRA_CA_CERTS: extraCa } : {}),
     };
     const report = new InstallReport();
     let integrity: string | undefined;
+    let optional: ReadonlySet<string> = new Set();
     for (const step of steps) {
-      // What npm fetched is compared with the pin before the first step that runs its code.
-      if (step.scripts && pinned.integrity !== undefined) {
-        integrity = checkInstalledIntegrity(prefix, spec, pinned.integrity);
+      if (step.scripts) {
+        // What npm fetched is compared with the pin before the first step that runs its code.
+        if (pinned.integrity !== undefined)
+          integrity = checkInstalledIntegrity(prefix, spec, pinned.integrity);
+        // The lock as npm wrote it, before any package code ran.
+        optional = optionalPackages(prefix);
       }
-      const binds = [prefixBind, ...trust, ...(step.cache ? [step.cache] : []), ...(step.binds ?? [])];
+      const binds = [
+        prefixBind,
+        ...trust,
+        ...(step.cache ? [step.cache] : []),
+        ...(step.binds ?? []),
+        ...(step.scripts && headers ? headers.binds : []),
+      ];
       // The fetch reaches the registry only; the scripts as today's install scripts do.
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
-      const status = await runStep(step.argv, binds, { allow: hosts }, env, report, options, deps, guard);
-      if (status.code !== 0) throw installFailure(spec, grant, status, report, deps.cache);
+      const stepEnv = step.env ? { ...env, ...step.env } : env;
+      const run = () => runStep(step.argv, binds, { allow: hosts }, stepEnv, report, options, deps, guard);
+      const status = step.scripts
+        ? await skippingOptional(run, { report, inside, prefix, optional, logger: deps.logger })
+        : await run();
+      if (status.code !== 0) throw installFailure(spec, step, grant, status, report, deps.cache);
     }
     return publish(
       root,
@@ -248,6 +275,36 @@ async function install(
     closeDir(prefix);
     closeDir(staging);
   }
+}
+
+type StepStatus = { readonly code: number | null; readonly signal: string | null };
+
+/**
+ * npm's rebuild fails on any script; npm's install skips an optional package whose build fails
+ * (and removes it): so does the scripts step, which then runs again without it.
+ */
+async function skippingOptional(
+  run: () => Promise<StepStatus>,
+  at: {
+    readonly report: InstallReport;
+    readonly inside: string;
+    readonly prefix: OpenDir;
+    readonly optional: ReadonlySet<string>;
+    readonly logger: NpxDeps['logger'];
+  },
+): Promise<StepStatus> {
+  let status = await run();
+  for (let skipped = 0; status.code !== 0 && skipped < MAX_SKIPPED; skipped++) {
+    const failed = at.report.failedPath(at.inside);
+    if (failed === undefined || !at.optional.has(failed)) break;
+    const name = dropOptional(at.prefix, failed);
+    at.logger.info(
+      `skipped the optional dependency ${name ?? '(unnamed)'}: its install script failed (npm skips a failed optional dependency too)`,
+    );
+    at.report.nextAttempt();
+    status = await run();
+  }
+  return status;
 }
 
 /** Seals the finished install, writes its marker and moves the staging directory into place. */
@@ -275,6 +332,7 @@ function publish(
   // The marker goes next to pkg/, in the staging directory the sandbox never saw.
   writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
   unlinkSync(at(staging.fd, OWNER));
+  unlinkSync(at(staging.fd, INSTALLING));
   fchmodSync(staging.fd, 0o755);
   try {
     renameAt(root, stagingName, key);
@@ -295,14 +353,22 @@ function publish(
  */
 function installFailure(
   spec: string,
+  step: InstallStep,
   grant: string,
   status: { readonly code: number | null; readonly signal: string | null },
   report: InstallReport,
   cache: NpxCacheOptions,
 ): SetupFailedError {
-  const lines = [`installing ${spec} failed (npm exited ${status.code ?? status.signal})`];
   const cause = report.npmCause();
-  if (cause !== undefined) lines.push(`cause: ${cause}`);
+  const what = step.scripts
+    ? "in its build step (npm rebuild: the packages' install scripts)"
+    : 'in its download step (npm install --ignore-scripts)';
+  const lines = [
+    `installing ${spec} failed ${what}${cause === undefined ? '' : `: ${cause}`} (npm exited ${status.code ?? status.signal})`,
+  ];
+  // npm's own error first: what the step said, before any suggestion.
+  const said = report.npmSaid();
+  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
   const allowed = [grant, ...(cache.installHosts ?? [])];
   const { refused, grants, unreachable } = report.hosts(allowed);
   if (unreachable.length > 0) {
@@ -325,8 +391,6 @@ function installFailure(
         'refused, and no flag can grant them',
     );
   }
-  const said = report.npmSaid();
-  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
   const name = `install-${spec.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80)}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`;
   const log = report.saveLog(cache.logDir ?? join(dirname(cache.cacheRoot), 'logs'), name);
   if (log) lines.push(`the whole install output: ${log}`);

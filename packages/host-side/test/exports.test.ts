@@ -29,6 +29,7 @@ describe('public exports', () => {
       'findOnPath',
       'hiddenRoots',
       'identifyInit',
+      'installCacheStatus',
       'installQuota',
       'isHidden',
       'isInside',

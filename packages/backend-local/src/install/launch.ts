@@ -62,13 +62,18 @@ export function startInstallWorker(
 function parseResult(text: string): InstallResult | undefined {
   try {
     const value = JSON.parse(text.trim().split('\n').pop() ?? '') as Record<string, unknown>;
-    if (value.ok === true) return { ok: true };
+    const notes = Array.isArray(value.notes)
+      ? value.notes.filter((note): note is string => typeof note === 'string').slice(0, 32)
+      : [];
+    const told = notes.length > 0 ? { notes } : {};
+    if (value.ok === true) return { ok: true, ...told };
     if (value.ok === false && typeof value.message === 'string' && typeof value.code === 'string') {
       return {
         ok: false,
         message: value.message,
         code: value.code,
         ...(typeof value.exitCode === 'number' ? { exitCode: value.exitCode } : {}),
+        ...told,
       };
     }
   } catch {

@@ -32,12 +32,23 @@ export async function runInstallWorker(): Promise<void> {
   const job = await readJob();
   // Bounded whatever hangs: the sandbox's processes die with this one (--die-with-parent).
   setTimeout(() => process.exit(124), job.deadlineMs + 15_000).unref();
+  // What the install says in its own words goes back with the result, for the start to show.
+  const notes: string[] = [];
   const finish = (result: InstallResult) => {
-    process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(result.ok ? 0 : 1));
+    const told = notes.length > 0 ? { ...result, notes } : result;
+    process.stdout.write(`${JSON.stringify(told)}\n`, () => process.exit(result.ok ? 0 : 1));
   };
   try {
     const { createLocalBackend } = await import('../local.js');
-    const logger: Logger = { ...silentLogger, warn: () => {}, error: () => {} };
+    const logger: Logger = {
+      ...silentLogger,
+      // Only what the start cannot say itself (it says what it installs, and from where).
+      info: (text: string) => {
+        if (text.startsWith('skipped the optional dependency ')) notes.push(text);
+      },
+      warn: () => {},
+      error: () => {},
+    };
     const backend = createLocalBackend({
       hostEnv: process.env,
       logger,

@@ -1,4 +1,5 @@
 import { ExitCode, escapeControls } from '@mcpsandbox/core';
+import { sandboxInstallCacheCheck, standardChecks } from '../doctor/checks.js';
 import { runDoctor } from '../doctor/run.js';
 import { createSystemDoctorHost } from '../doctor/system.js';
 import type { CliOptions } from '../options.js';
@@ -9,7 +10,15 @@ export const DOCTOR_UNUSABLE_EXIT = 1;
 export async function doctorAction(options: CliOptions): Promise<number> {
   const setup = (typeof options.doctor === 'function' ? await options.doctor() : options.doctor) ?? {};
   const host = setup.host ?? createSystemDoctorHost({ env: options.io.env });
-  const report = await runDoctor({ ...setup, host }, options.backends, options.defaultBackend);
+  const installCache = options.installCache;
+  const checks = installCache
+    ? [...(setup.checks ?? standardChecks(host)), sandboxInstallCacheCheck(installCache)]
+    : setup.checks;
+  const report = await runDoctor(
+    { ...setup, host, ...(checks ? { checks } : {}) },
+    options.backends,
+    options.defaultBackend,
+  );
   // Versions and cache entries are read from the system: shown with controls escaped.
   options.io.stdout.write(`${escapeControls(report.lines.join('\n'))}\n`);
   return report.defaultUsable ? ExitCode.ok : DOCTOR_UNUSABLE_EXIT;

@@ -131,6 +131,15 @@ async function listAction(flags: { client?: string; json?: boolean }, options: C
   } else {
     // Server names and commands come from config files that installers write: controls escaped.
     io.stdout.write(escapeControls(formatList(listed, io.env.HOME)));
+    const installing = options.installCache?.()?.installing ?? [];
+    if (installing.length > 0) {
+      const lines = installing.map((i) => `  ${i.spec}  since ${i.since}, process ${i.pid}`);
+      io.stdout.write(
+        escapeControls(
+          `installs in progress (they go on after a client gives up; start the server again when done):\n${lines.join('\n')}\n`,
+        ),
+      );
+    }
   }
   return listed.some((l) => l.error) ? CONFIG_ERROR_EXIT : 0;
 }

@@ -1,5 +1,6 @@
 import { posix, win32 } from 'node:path';
 import { isSandboxError } from '@mcpsandbox/core';
+import type { InstallCacheView } from '../options.js';
 import { parseWslList } from '../wsl.js';
 import type { BackendProbe, BackendStatus, CheckResult, DoctorCheck, DoctorHost } from './types.js';
 
@@ -260,6 +261,22 @@ export function npxCacheCheck(host: DoctorHost): DoctorCheck {
           : path.join(homeOf(host), '.npm');
     }
     return cacheLine(host, 'npx cache', path.join(cache, '_npx'), 'package sets');
+  });
+}
+
+/** The sandbox's own install cache: where, how much, and the installs under way. */
+export function sandboxInstallCacheCheck(source: () => InstallCacheView | undefined): DoctorCheck {
+  return check('sandbox-install-cache', async () => {
+    const title = 'sandbox install cache';
+    const view = source();
+    if (!view) return { status: 'info', title, summary: 'empty: nothing installed yet' };
+    const size = `${view.root} (${formatBytes(view.bytes)}, ${view.entries} entries)`;
+    const now = view.installing.map((i) => `${i.spec} (since ${i.since}, process ${i.pid})`);
+    return {
+      status: 'info',
+      title,
+      summary: now.length > 0 ? `${size}; installing now: ${now.join(', ')}` : size,
+    };
   });
 }
 

@@ -1,4 +1,5 @@
 import {
+  escapeControls,
   PinChangedError,
   type PinnedSpec,
   type PrepareOptions,
@@ -23,6 +24,7 @@ export async function installInBackground(
   npmConfig: HostNpmConfig,
   options: PrepareOptions,
   start: (pinned: PinnedSpec, registry: string, npmConfig: HostNpmConfig) => StartedWorker,
+  say: (text: string) => void,
 ): Promise<Installed> {
   const { spec } = pinned;
   const worker = start(pinned, registry, npmConfig);
@@ -44,6 +46,10 @@ export async function installInBackground(
     throw new SandboxFailureError('the start was abandoned', { code: 'E_PREPARE' });
   }
   await forward;
+  // The worker's own words, passed on where this start's user sees them (bounded, escaped).
+  for (const note of Array.isArray(result.notes) ? result.notes.slice(0, 32) : []) {
+    if (typeof note === 'string') say(escapeControls(note.slice(0, 500)));
+  }
   if (!result.ok) {
     if (result.code === 'E_SETUP_FAILED') throw new SetupFailedError(result.message, result.exitCode ?? null);
     if (result.code === 'E_PIN_CHANGED') throw new PinChangedError(result.message);

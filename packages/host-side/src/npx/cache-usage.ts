@@ -18,7 +18,7 @@ export function writeUsage(staging: OpenDir, usage: TreeLimit): void {
   writeFileAt(staging, USAGE, `${JSON.stringify({ files: usage.files, bytes: usage.bytes })}\n`);
 }
 
-function readUsage(entry: OpenDir): TreeLimit | undefined {
+export function readUsage(entry: OpenDir): TreeLimit | undefined {
   let value: unknown;
   try {
     value = JSON.parse(readFileAt(entry, [USAGE], 4096)?.toString('utf8') ?? 'null');

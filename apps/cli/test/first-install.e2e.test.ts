@@ -1,0 +1,387 @@
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN } from './helpers.js';
+
+// First `npx -y` installs of packages with install-time builds, against a registry served from
+// this test on loopback (not 127.0.0.1, which the sandbox's proxy settings exempt).
+
+const root = mkdtempSync(join(tmpdir(), 'first-install-e2e-'));
+// As root the sandbox runs as nobody, who must be able to enter the npx cache.
+chmodSync(root, 0o755);
+
+interface Package {
+  readonly manifest: Record<string, unknown>;
+  readonly tarball: Buffer;
+}
+const packages = new Map<string, Package>();
+let tarballs = 0;
+/** The gate a slow install waits on (its script asks the registry host, which it may reach). */
+let gateOpen = false;
+/** Root's own npm cache, as a devcontainer's or CI's npx fills it. */
+const ROOT_CACHE = join(root, 'root-npm-cache');
+/** A host folder a hostile optional dependency points its own directory at before failing. */
+const CANARY = join(root, 'canary');
+let server: Server;
+let registry = '';
+
+/** An MCP server that answers initialize and tools/list, saying in its version what it found. */
+const SERVER = `#!/usr/bin/env node
+let found = 'none';
+try { require('opt-native'); found = 'opt-native'; } catch {}
+require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const msg = JSON.parse(line);
+  if (msg.id === undefined) return;
+  const result = msg.method === 'initialize'
+    ? { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'first-install', version: found } }
+    : msg.method === 'tools/list' ? { tools: [] } : {};
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }) + '\\n');
+});
+`;
+
+/**
+ * What a native build does when it has no headers: asks nodejs.org for them (through the proxy
+ * the sandbox sets, as node-gyp does) and fails as node-gyp fails.
+ */
+const FETCH_HEADERS = `
+const http = require('node:http');
+const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy || 'http://127.0.0.1:3128');
+const req = http.request({ host: proxy.hostname, port: proxy.port, path: 'http://nodejs.org/download/release/' + process.version + '/node-' + process.version + '-headers.tar.gz' });
+const fail = (why) => { console.error('gyp ERR! stack Error: ' + why); console.error('gyp ERR! not ok'); process.exit(1); };
+req.on('response', (r) => { r.resume(); fail('headers download failed: HTTP ' + r.statusCode); });
+req.on('error', (e) => fail('headers download failed: ' + e.message));
+req.end();
+`;
+
+/** A build that looks for Node's headers as node-gyp does: npm_config_nodedir, else download. */
+const HEADER_LOOKUP = `
+const fs = require('node:fs');
+const dir = process.env.npm_config_nodedir;
+const header = dir && dir + '/include/node/node_version.h';
+if (header && fs.existsSync(header)) {
+  const text = fs.readFileSync(header, 'utf8');
+  const major = /#define NODE_MAJOR_VERSION (\\d+)/.exec(text)[1];
+  if (major !== process.versions.node.split('.')[0]) { console.error('gyp ERR! headers of another Node'); process.exit(1); }
+  try { fs.writeFileSync(header, 'changed'); console.error('HEADERS WRITABLE'); process.exit(1); } catch {}
+  fs.writeFileSync(__dirname + '/built.txt', 'built against ' + header);
+  process.exit(0);
+}
+${FETCH_HEADERS}
+`;
+
+function publish(name: string, manifest: Record<string, unknown>, files: Record<string, string>): void {
+  const dir = mkdtempSync(join(root, 'pkg-'));
+  mkdirSync(join(dir, 'package'));
+  const full = { name, version: '1.0.0', ...manifest };
+  writeFileSync(join(dir, 'package', 'package.json'), JSON.stringify(full));
+  for (const [file, text] of Object.entries(files)) {
+    writeFileSync(join(dir, 'package', file), text, { mode: 0o755 });
+  }
+  execFileSync('tar', ['-czf', join(dir, 'pkg.tgz'), '-C', dir, 'package']);
+  packages.set(name, { manifest: full, tarball: readFileSync(join(dir, 'pkg.tgz')) });
+}
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const url = req.url ?? '';
+    if (url.endsWith('/gate')) return res.writeHead(gateOpen ? 200 : 503).end();
+    const tgz = /^\/([a-z-]+)\/-\/[a-z-]+-1\.0\.0\.tgz$/.exec(url);
+    const found = packages.get(tgz ? (tgz[1] as string) : url.slice(1));
+    if (!found) return res.writeHead(404).end('{}');
+    if (tgz) tarballs++;
+    if (tgz) return res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(found.tarball);
+    const name = found.manifest.name as string;
+    const body = {
+      name,
+      'dist-tags': { latest: '1.0.0' },
+      versions: {
+        '1.0.0': {
+          ...found.manifest,
+          ...(found.manifest.scripts ? { hasInstallScript: true } : {}),
+          dist: {
+            tarball: `${registry}${name}/-/${name}-1.0.0.tgz`,
+            integrity: `sha512-${createHash('sha512').update(found.tarball).digest('base64')}`,
+            shasum: createHash('sha1').update(found.tarball).digest('hex'),
+          },
+        },
+      },
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+  registry = `http://127.0.0.2:${(server.address() as AddressInfo).port}/`;
+  publish(
+    'opt-server',
+    { bin: { 'opt-server': 'server.js' }, optionalDependencies: { 'opt-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  publish('opt-native', { scripts: { install: 'node build.js' } }, { 'build.js': FETCH_HEADERS });
+  publish(
+    'hdr-server',
+    { bin: { 'hdr-server': 'server.js' }, scripts: { install: 'node build.js' } },
+    { 'server.js': SERVER, 'build.js': HEADER_LOOKUP },
+  );
+  publish(
+    'cached-server',
+    { bin: { 'cached-server': 'server.js' }, scripts: { install: 'node probe.js' } },
+    {
+      'server.js': SERVER,
+      // The install script must not find root's cache, where the fetch saw it or on the host.
+      'probe.js': `const fs = require('node:fs');
+for (const p of ['/run/mcp-sandbox/npm-cache-ro', '/run/mcp-sandbox/npm-cache', ${JSON.stringify(ROOT_CACHE)}]) {
+  if (fs.existsSync(p)) { console.error('CACHE VISIBLE ' + p); process.exit(1); }
+}`,
+    },
+  );
+  publish(
+    'slow-server',
+    { bin: { 'slow-server': 'server.js' }, scripts: { install: 'node wait.js' } },
+    {
+      'server.js': SERVER,
+      // A long first install: waits until the test opens the gate on the registry's host.
+      'wait.js': `const http = require('node:http');
+const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy);
+const gate = require('./gate.json').url;
+// Bounded (2 minutes): a registry that is gone (the test ended) fails the install, never hangs it.
+let tries = 0;
+const again = () => (++tries > 600 ? process.exit(1) : setTimeout(ask, 200));
+const ask = () => http.request({ host: proxy.hostname, port: proxy.port, path: gate }, (r) => {
+  r.resume();
+  if (r.statusCode === 200) process.exit(0);
+  again();
+}).on('error', again).end();
+ask();`,
+      'gate.json': JSON.stringify({ url: `${registry}gate` }),
+    },
+  );
+  publish(
+    'evil-opt-server',
+    { bin: { 'evil-opt-server': 'server.js' }, optionalDependencies: { 'evil-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  publish(
+    'evil-native',
+    { scripts: { install: 'node build.js' } },
+    {
+      // Its own directory becomes a symlink to a host folder, then the build "fails": the host
+      // removing the failed optional package must remove the link, never what it points at.
+      'build.js': `const fs = require('node:fs');
+process.chdir('/');
+fs.rmSync(__dirname, { recursive: true, force: true });
+fs.symlinkSync(${JSON.stringify(CANARY)}, __dirname);
+process.exit(1);`,
+    },
+  );
+  publish(
+    'broken-server',
+    { bin: { 'broken-server': 'server.js' }, dependencies: { 'broken-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  publish(
+    'broken-native',
+    { scripts: { install: 'node build.js' } },
+    {
+      'build.js':
+        "console.error('gyp ERR! build error: native.cc:1: error: expected declaration'); process.exit(1);",
+    },
+  );
+});
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** `inspect --json` of `npx -y spec` with a fresh state and install cache of its own. */
+function inspect(spec: string, extra: readonly string[] = [], extraEnv: Record<string, string> = {}) {
+  const state = mkdtempSync(join(root, 'state-'));
+  chmodSync(state, 0o755);
+  const args = [
+    BIN,
+    'inspect',
+    '--json',
+    '--backend-option',
+    `npmRegistry=${registry}`,
+    '--backend-option',
+    `npmCacheDir=${join(state, 'npx')}`,
+    ...extra,
+    '--',
+    'npx',
+    '-y',
+    spec,
+  ];
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/',
+    XDG_STATE_HOME: state,
+    ...extraEnv,
+  };
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, args, { env, timeout: 120_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+const serverVersion = (stdout: string) =>
+  (JSON.parse(stdout) as { server: { version: string } }).server.version;
+
+describe('first installs of packages that build at install time (local backend)', () => {
+  // Before: npm rebuild ran the optional dependency's failing script as a required one; the
+  // install failed, and the hint said --install-allow-net nodejs.org.
+  it('skips an optional dependency whose build fails, as npm does, and the server starts', {
+    timeout: 150_000,
+  }, async () => {
+    const result = await inspect('opt-server@1.0.0');
+    expect(result.stderr).not.toContain('--install-allow-net');
+    expect(result.code, result.stderr).toBe(0);
+    expect(serverVersion(result.stdout)).toBe('none');
+    expect(result.stderr).toMatch(/skipped the optional dependency opt-native: its install script failed/);
+  });
+
+  it('removing a failed optional package never follows a link its script left in its place', {
+    timeout: 150_000,
+  }, async () => {
+    mkdirSync(CANARY, { recursive: true });
+    writeFileSync(join(CANARY, 'keep'), 'keep');
+    const result = await inspect('evil-opt-server@1.0.0');
+    // Control: the script ran and failed, and the package was skipped.
+    expect(result.stderr).toMatch(/skipped the optional dependency evil-native/);
+    expect(result.code, result.stderr).toBe(0);
+    expect(readFileSync(join(CANARY, 'keep'), 'utf8')).toBe('keep');
+  });
+
+  // Before: the install step did not get the host's headers (nodedir), so a native build asked
+  // nodejs.org for them, was refused, and the install failed.
+  it('builds against the headers installed with the host node, read-only, without downloading them', {
+    timeout: 150_000,
+  }, async () => {
+    const result = await inspect('hdr-server@1.0.0');
+    expect(result.stderr).not.toContain('HEADERS WRITABLE');
+    expect(result.stderr).not.toContain('nodejs.org');
+    expect(result.code, result.stderr).toBe(0);
+    expect(serverVersion(result.stdout)).toBe('none');
+  });
+
+  // Before: the first line said only "installing … failed (npm exited 1)".
+  it("a required build that fails: the first line names the package, the step and npm's error", {
+    timeout: 150_000,
+  }, async () => {
+    const result = await inspect('broken-server@1.0.0');
+    expect(result.code).not.toBe(0);
+    const failure = result.stderr.slice(result.stderr.indexOf('installing broken-server@1.0.0 failed'));
+    const [first, ...rest] = failure.split('\n');
+    expect(first).toMatch(
+      / in its build step \(npm rebuild: .*\): an install script of broken-native exited with code 1/,
+    );
+    expect(rest.join('\n')).toMatch(/^npm said:\n.*\n(.*\n)*.*gyp ERR! build error: native\.cc:1/);
+    expect(failure).not.toContain('--install-allow-net');
+  });
+
+  // Before, as root: "npm's cache … is owned by uid 0, not by uid 65534", and every tarball
+  // downloaded again.
+  it.runIf(process.getuid?.() === 0)(
+    "as root: reuses root's npm cache read-only, downloads nothing it holds, and says nothing",
+    { timeout: 150_000 },
+    async () => {
+      const project = mkdtempSync(join(root, 'direct-'));
+      // Filled as a direct npx would fill it; root-owned, as root's ~/.npm is.
+      await new Promise<void>((resolve, reject) =>
+        execFile(
+          'npm',
+          [
+            'install',
+            'cached-server@1.0.0',
+            '--prefix',
+            project,
+            '--cache',
+            ROOT_CACHE,
+            '--registry',
+            registry,
+            '--ignore-scripts',
+          ],
+          { env: { PATH: process.env.PATH ?? '', HOME: root } },
+          (error) => (error ? reject(error) : resolve()),
+        ),
+      );
+      chmodSync(ROOT_CACHE, 0o755);
+      const listing = () =>
+        execFileSync('find', [ROOT_CACHE, '-printf', '%p %s %T@ %m %u\\n'], { encoding: 'utf8' });
+      const before = listing();
+      const downloaded = tarballs;
+      const result = await inspect('cached-server@1.0.0', [], { npm_config_cache: ROOT_CACHE });
+      expect(result.code, result.stderr).toBe(0);
+      expect(tarballs, result.stderr).toBe(downloaded);
+      expect(result.stderr).not.toContain('private cache');
+      expect(result.stderr).not.toContain('CACHE VISIBLE');
+      // Read only: nothing the install step ran changed it.
+      expect(listing()).toBe(before);
+    },
+  );
+
+  // Before: nothing said the install goes on after the client gives up, and neither ls nor
+  // doctor showed it or the sandbox's own install cache.
+  it('a long first install: stderr says it goes on, ls and doctor show it, and the next start is warm', {
+    timeout: 150_000,
+  }, async () => {
+    const home = mkdtempSync(join(root, 'home-'));
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/',
+      XDG_STATE_HOME: join(home, 'state'),
+      XDG_CACHE_HOME: join(home, 'cache'),
+    };
+    const cli = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [BIN, ...args], { env, timeout: 120_000 }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+    const args = ['--backend-option', `npmRegistry=${registry}`, '--', 'npx', '-y', 'slow-server@1.0.0'];
+    const first = spawn(process.execPath, [BIN, 'run', ...args], { env });
+    let stderr = '';
+    first.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise((resolve) => first.on('close', resolve));
+    first.stdin.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } })}\n`,
+    );
+    try {
+      // The install is under way (its script waits at the gate).
+      for (let i = 0; i < 600 && !stderr.includes('goes on if the client gives up'); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(stderr).toContain('installing slow-server@1.0.0');
+      expect(stderr).toContain('goes on if the client gives up');
+      const ls = await cli(['ls']);
+      expect(ls.stdout).toMatch(/installs in progress.*\n {2}slow-server@1\.0\.0 {2}since \S+, process \d+/);
+      const doctor = await cli(['doctor']);
+      expect(doctor.stdout).toMatch(
+        new RegExp(
+          `sandbox install cache.*${join(home, 'cache', 'mcp-sandbox', 'npm')} \\(.*, 0 entries\\); installing now: slow-server@1\\.0\\.0`,
+        ),
+      );
+      // The client gives up; the install goes on and finishes once the gate opens.
+      first.kill('SIGKILL');
+      await exited;
+    } finally {
+      gateOpen = true;
+      first.kill('SIGKILL');
+    }
+    for (let i = 0; i < 600; i++) {
+      const now = await cli(['ls']);
+      if (!now.stdout.includes('installs in progress')) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const doctor = await cli(['doctor']);
+    expect(doctor.stdout).toMatch(/sandbox install cache.*, 1 entries\)/);
+    const warm = await cli(['inspect', '--json', ...args]);
+    expect(warm.code, warm.stderr).toBe(0);
+    expect(warm.stderr).not.toContain('installing slow-server');
+  });
+});
