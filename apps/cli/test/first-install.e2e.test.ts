@@ -282,47 +282,6 @@ describe('first installs of packages that build at install time (local backend)'
     expect(failure).not.toContain('--install-allow-net');
   });
 
-  // Before, as root: "npm's cache … is owned by uid 0, not by uid 65534", and every tarball
-  // downloaded again.
-  it.runIf(process.getuid?.() === 0)(
-    "as root: reuses root's npm cache read-only, downloads nothing it holds, and says nothing",
-    { timeout: 150_000 },
-    async () => {
-      const project = mkdtempSync(join(root, 'direct-'));
-      // Filled as a direct npx would fill it; root-owned, as root's ~/.npm is.
-      await new Promise<void>((resolve, reject) =>
-        execFile(
-          'npm',
-          [
-            'install',
-            'cached-server@1.0.0',
-            '--prefix',
-            project,
-            '--cache',
-            ROOT_CACHE,
-            '--registry',
-            registry,
-            '--ignore-scripts',
-          ],
-          { env: { PATH: process.env.PATH ?? '', HOME: root } },
-          (error) => (error ? reject(error) : resolve()),
-        ),
-      );
-      chmodSync(ROOT_CACHE, 0o755);
-      const listing = () =>
-        execFileSync('find', [ROOT_CACHE, '-printf', '%p %s %T@ %m %u\\n'], { encoding: 'utf8' });
-      const before = listing();
-      const downloaded = tarballs;
-      const result = await inspect('cached-server@1.0.0', [], { npm_config_cache: ROOT_CACHE });
-      expect(result.code, result.stderr).toBe(0);
-      expect(tarballs, result.stderr).toBe(downloaded);
-      expect(result.stderr).not.toContain('private cache');
-      expect(result.stderr).not.toContain('CACHE VISIBLE');
-      // Read only: nothing the install step ran changed it.
-      expect(listing()).toBe(before);
-    },
-  );
-
   // Before: nothing said the install goes on after the client gives up, and neither ls nor
   // doctor showed it or the sandbox's own install cache.
   it('a long first install: stderr says it goes on, ls and doctor show it, and the next start is warm', {

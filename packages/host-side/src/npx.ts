@@ -249,8 +249,7 @@ async function install(
       ];
       // The fetch reaches the registry only; the scripts as today's install scripts do.
       const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
-      const stepEnv = step.env ? { ...env, ...step.env } : env;
-      const run = () => runStep(step.argv, binds, { allow: hosts }, stepEnv, report, options, deps, guard);
+      const run = () => runStep(step.argv, binds, { allow: hosts }, env, report, options, deps, guard);
       const status = step.scripts
         ? await skippingOptional(run, { report, inside, prefix, optional, logger: deps.logger })
         : await run();

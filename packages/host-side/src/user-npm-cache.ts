@@ -13,11 +13,6 @@ declare const validated: unique symbol;
 /** A cache directory that passed {@link checkUserNpmCache}; only ever made there. */
 export interface UserNpmCache {
   readonly path: string;
-  /**
-   * The cache is this process's own (root's) while installs write as another uid: the fetch may
-   * read it, never write it (its content is read by integrity, as npm reads it).
-   */
-  readonly readOnly: boolean;
   readonly [validated]: true;
 }
 
@@ -40,12 +35,7 @@ export interface CachePlaces {
 
 export type CacheCheck =
   | { readonly ok: true; readonly cache: UserNpmCache }
-  | {
-      readonly ok: false;
-      readonly reason: string;
-      /** Nothing is wrong (no cache yet): not worth a note. */
-      readonly quiet?: boolean;
-    };
+  | { readonly ok: false; readonly reason: string };
 
 function realOrSelf(path: string): string {
   try {
@@ -63,9 +53,7 @@ function realOrSelf(path: string): string {
  */
 export function checkUserNpmCache(configured: string | undefined, places: CachePlaces): CacheCheck {
   const no = (reason: string): CacheCheck => ({ ok: false, reason });
-  if (configured === undefined || configured === '') {
-    return { ok: false, reason: 'npm names no cache directory', quiet: true };
-  }
+  if (configured === undefined || configured === '') return no('npm names no cache directory');
   // `~/.npm/` names the same directory as `~/.npm`; nothing else is rewritten.
   const path = configured.length > 1 && configured.endsWith('/') ? configured.slice(0, -1) : configured;
   if (!isAbsolute(path) || normalize(path) !== path || path.length > 4096 || path.includes('\0')) {
@@ -76,15 +64,12 @@ export function checkUserNpmCache(configured: string | undefined, places: CacheP
   try {
     stat = lstatSync(path);
   } catch {
-    return { ok: false, reason: `npm's cache ${shown} does not exist yet`, quiet: true };
+    return no(`npm's cache ${shown} does not exist yet`);
   }
   if (stat.isSymbolicLink()) return no(`npm's cache ${shown} is a symlink`);
   if (!stat.isDirectory()) return no(`npm's cache ${shown} is not a directory`);
   if (realOrSelf(path) !== path) return no(`npm's cache ${shown} lies behind a symlink`);
-  // As root, root's own cache: installs write as another uid, so it is lent read-only.
-  const me = process.getuid?.() ?? 0;
-  const readOnly = stat.uid === me && places.ownerUid !== me;
-  if (stat.uid !== places.ownerUid && !readOnly) {
+  if (stat.uid !== places.ownerUid) {
     return no(
       `npm's cache ${shown} is owned by uid ${stat.uid}, not by uid ${places.ownerUid} that installs write as`,
     );
@@ -117,7 +102,7 @@ export function checkUserNpmCache(configured: string | undefined, places: CacheP
   for (const hidden of places.hidden) {
     if (isInside(realOrSelf(hidden), path)) return no(`npm's cache ${shown} contains ${hidden}`);
   }
-  return { ok: true, cache: { path, readOnly } as UserNpmCache };
+  return { ok: true, cache: { path } as UserNpmCache };
 }
 
 /**

@@ -5,7 +5,7 @@ import type { InstallReport } from '../install-report.js';
 import { checkUserNpmCache, type UserNpmCache } from '../user-npm-cache.js';
 import { type Bind, commandBinds, hiddenRoots, isHidden, locateCommand } from '../view.js';
 import type { HostNpmConfig } from './npm-config.js';
-import { type NpxDeps, SANDBOX_NPM_CACHE, SANDBOX_NPM_CACHE_LENT } from './types.js';
+import { type NpxDeps, SANDBOX_NPM_CACHE } from './types.js';
 import type { InstallGuard } from './watchdog.js';
 
 export interface InstallStep {
@@ -16,8 +16,6 @@ export interface InstallStep {
   readonly scripts: boolean;
   /** More read-only binds the step needs (npm's own files, when it runs npm by path). */
   readonly binds?: readonly Bind[];
-  /** More environment for this step alone (fixed text of this module's). */
-  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -30,35 +28,6 @@ const FETCH_SCRIPT =
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
   'npm=$1; spec=$2; shift 2; PATH="${npm%/*}:$PATH"; ' +
   '"$npm" install "$@" --prefer-online --package-lock-only "$spec" && exec "$npm" ci "$@" --prefer-offline';
-
-/**
- * The fetch with a cache lent read-only (root's own, as root): npm resolves the tree with a
- * cache of the sandbox's own, a fixed node script copies from the lent cache the tarballs the
- * lock names, by their sha512 (the only name npm's content store knows them by), and `npm ci`
- * takes them from there by integrity, checking each as npm does. npm never writes the lent one.
- */
-const LENT_FETCH_SCRIPT =
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
-  'npm=$1; spec=$2; lent=$3; prefix=$4; shift 4; PATH="${npm%/*}:$PATH"; cache="$HOME/.npm"; ' +
-  '"$npm" install "$@" --cache "$cache" --prefer-online --package-lock-only "$spec" && ' +
-  'node -e "$SEED" "$prefix/package-lock.json" "$lent" "$cache" && ' +
-  'exec "$npm" ci "$@" --cache "$cache" --prefer-offline';
-
-/** The seed: sha512 integrities of the lock, copied when the lent cache has them; never fails. */
-const SEED = `const fs = require('node:fs'), path = require('node:path');
-const [lock, lent, cache] = process.argv.slice(1);
-let packages = {};
-try { packages = JSON.parse(fs.readFileSync(lock, 'utf8')).packages || {}; } catch { process.exit(0); }
-for (const entry of Object.values(packages)) {
-  const m = /^sha512-([A-Za-z0-9+/]{86}==)$/.exec(entry && typeof entry.integrity === 'string' ? entry.integrity : '');
-  if (!m) continue;
-  const hex = Buffer.from(m[1], 'base64').toString('hex');
-  const rel = path.join('_cacache', 'content-v2', 'sha512', hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
-  try {
-    fs.mkdirSync(path.dirname(path.join(cache, rel)), { recursive: true });
-    fs.copyFileSync(path.join(lent, rel), path.join(cache, rel), fs.constants.COPYFILE_EXCL);
-  } catch {}
-}`;
 
 /** npm as the host's PATH finds it, and what of a hidden directory it needs bound to start. */
 function locateNpm(
@@ -107,26 +76,9 @@ export function installSteps(
   if (!cache) {
     return [{ argv: ['npm', 'install', ...common, ...fetchOnly, spec], scripts: false }, scripts];
   }
-  const npm = locateNpm(hostEnv);
-  if (cache.readOnly) {
-    if (!npm) return installSteps(inside, spec, registry, npmConfig, undefined, hostEnv);
-    const lent: Bind = { source: cache.path, dest: SANDBOX_NPM_CACHE_LENT, mode: 'ro' };
-    const argv = [
-      'sh',
-      '-c',
-      LENT_FETCH_SCRIPT,
-      'sh',
-      npm.path,
-      spec,
-      lent.dest,
-      inside,
-      ...common,
-      ...fetchOnly,
-    ];
-    return [{ argv, cache: lent, scripts: false, binds: npm.binds, env: { SEED } }, scripts];
-  }
   const bind: Bind = { source: cache.path, dest: SANDBOX_NPM_CACHE, mode: 'rw' };
   const shared = [...fetchOnly, '--cache', SANDBOX_NPM_CACHE];
+  const npm = locateNpm(hostEnv);
   if (npm) {
     const argv = ['sh', '-c', FETCH_SCRIPT, 'sh', npm.path, spec, ...common, ...shared];
     return [{ argv, cache: bind, scripts: false, binds: npm.binds }, scripts];
@@ -180,7 +132,7 @@ export function sharedCache(deps: NpxDeps, npmConfig: HostNpmConfig): UserNpmCac
     installCacheRoot: deps.cache.cacheRoot,
   });
   if (check.ok) return check.cache;
-  if (!check.quiet && !toldNoCache.has(check.reason)) {
+  if (!toldNoCache.has(check.reason)) {
     toldNoCache.add(check.reason);
     deps.logger.info(`${check.reason}: installs download into a private cache instead`);
   }

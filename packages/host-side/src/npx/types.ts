@@ -15,8 +15,6 @@ import type { InstallQuota } from './quota.js';
 export const SANDBOX_NPM_ROOT = '/run/mcp-sandbox/npm';
 /** Where the user's npm cache appears to the fetch step (and to no other step). */
 export const SANDBOX_NPM_CACHE = '/run/mcp-sandbox/npm-cache';
-/** Where the fetch step sees a cache lent read-only (root's own, as root). */
-export const SANDBOX_NPM_CACHE_LENT = '/run/mcp-sandbox/npm-cache-ro';
 
 export interface NpxCacheOptions {
   /** Host directory of the persistent cache, one entry per registry and package spec. */
