@@ -34,13 +34,19 @@ async function waitUntil(check: () => boolean, ms: number, what: string): Promis
 }
 
 /** Install workers still running for this cache (their command line names the worker). */
-function installWorkers(): number[] {
+/**
+ * Install workers of this test's starts (their environment names its state home): other test
+ * files of the package run at the same time, and their workers are not this test's.
+ */
+function installWorkers(home: { readonly XDG_STATE_HOME: string }): number[] {
   const pids: number[] = [];
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('install-worker.js')) pids.push(Number(pid));
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('install-worker.js')) continue;
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      if (environ.includes(`XDG_STATE_HOME=${home.XDG_STATE_HOME}`)) pids.push(Number(pid));
     } catch {
-      // gone
+      // gone, or not ours to read
     }
   }
   return pids;
@@ -77,7 +83,7 @@ describe('a first start the client abandons', () => {
 
       // The install completes without anyone waiting for it, and its worker is gone after.
       await waitUntil(() => completeEntries(cache).length === 1, 120_000, 'the background install');
-      await waitUntil(() => installWorkers().length === 0, 30_000, 'the install worker to exit');
+      await waitUntil(() => installWorkers(ENV).length === 0, 30_000, 'the install worker to exit');
 
       const second = await runBin(args.concat(['--', 'npx', '-y', PACKAGE]), ENV);
       try {
