@@ -2,7 +2,6 @@ import { homedir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { runCli, type StateStore } from '@mcpsandbox/cli';
 import { builtInBackends, DEFAULT_BACKEND } from './backends.js';
-import { localInstallCache } from './install-cache.js';
 import { packageVersion } from './version.js';
 
 /** Named state lives where the OS backends keep it; the module loads only for `state`. */
@@ -42,7 +41,8 @@ export function main(args: readonly string[]): Promise<number> {
       faults: process,
     },
     state: localState(),
-    installCache: () => localInstallCache(process.env),
+    // The install cache's reader (host-side's install code) loads with ls and doctor only.
+    installCache: async () => (await import('./install-cache.js')).localInstallCache(process.env),
     // The doctor's checks and probes load with doctor, not with every start.
     doctor: async () => (await import('./doctor-setup.js')).doctorSetup(),
   });

@@ -50,7 +50,7 @@ export interface CliOptions {
   /** Named state (`run --state`, `mcp-sandbox state`); without it the state command says so. */
   readonly state?: StateStore;
   /** The sandbox's own install cache and the installs under way in it, for `ls` and `doctor`. */
-  readonly installCache?: () => InstallCacheView | undefined;
+  readonly installCache?: () => Promise<InstallCacheView | undefined>;
 }
 
 /** What the install cache holds (complete entries) and what is being installed into it. */

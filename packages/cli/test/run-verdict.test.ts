@@ -82,4 +82,13 @@ describe("the judge of an entry's run options", () => {
       'its install step gets NPM_TOKEN (--install-env)',
     ]);
   });
+
+  it('a bound secret is a grant said in words; a value on the command line is not sandboxed', () => {
+    const bound = judge(['--allow-net', 'api.github.com', '--secret', 'GITHUB_TOKEN@api.github.com']);
+    expect(bound.weakenedBy).toEqual([]);
+    expect(bound.grants).toContain('puts GITHUB_TOKEN on the wire to api.github.com only (--secret)');
+    expect(judge(['--secret', 'GITHUB_TOKEN=ghp_x@api.github.com']).weakenedBy).toEqual([
+      '--secret: a value run refuses',
+    ]);
+  });
 });

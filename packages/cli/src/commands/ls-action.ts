@@ -131,7 +131,7 @@ async function listAction(flags: { client?: string; json?: boolean }, options: C
   } else {
     // Server names and commands come from config files that installers write: controls escaped.
     io.stdout.write(escapeControls(formatList(listed, io.env.HOME)));
-    const installing = options.installCache?.()?.installing ?? [];
+    const installing = (await options.installCache?.())?.installing ?? [];
     if (installing.length > 0) {
       const lines = installing.map((i) => `  ${i.spec}  since ${i.since}, process ${i.pid}`);
       io.stdout.write(

@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { type IsolationLevel, isolationRank } from '@mcpsandbox/core';
+import { type IsolationLevel, isolationRank, parseSecretFlag } from '@mcpsandbox/core';
 import type { BackendRegistry } from '../backends.js';
 import type { RunWords } from '../commands/run.js';
 import { BACKEND_ENV } from '../compat.js';
@@ -79,6 +79,7 @@ export const JUDGED_OPTIONS: ReadonlySet<string> = new Set([
   'killGrace',
   'wrapped',
   'projectNpmrc',
+  'secret',
 ]);
 
 const WEAKER: Readonly<Record<IsolationLevel, string>> = {
@@ -146,6 +147,12 @@ export function judgeRunWords(
     const name = item.split('=')[0] ?? '';
     if (!item.includes('=') && !entry.envKeys.includes(name))
       grants.push(`gets ${name} from the client's environment (--env)`);
+  }
+  // A bound secret never enters the sandbox: said as what it is, the real value's only destinations.
+  for (const text of flags.secret ?? []) {
+    const binding = safely(() => parseSecretFlag(text));
+    if (binding === undefined) weakenedBy.push('--secret: a value run refuses');
+    else grants.push(`puts ${binding.name} on the wire to ${binding.hosts.join(', ')} only (--secret)`);
   }
   for (const host of flags.installAllowNet)
     grants.push(`its install step reaches ${host} (--install-allow-net)`);

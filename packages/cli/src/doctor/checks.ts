@@ -265,10 +265,10 @@ export function npxCacheCheck(host: DoctorHost): DoctorCheck {
 }
 
 /** The sandbox's own install cache: where, how much, and the installs under way. */
-export function sandboxInstallCacheCheck(source: () => InstallCacheView | undefined): DoctorCheck {
+export function sandboxInstallCacheCheck(source: () => Promise<InstallCacheView | undefined>): DoctorCheck {
   return check('sandbox-install-cache', async () => {
     const title = 'sandbox install cache';
-    const view = source();
+    const view = await source();
     if (!view) return { status: 'info', title, summary: 'empty: nothing installed yet' };
     const size = `${view.root} (${formatBytes(view.bytes)}, ${view.entries} entries)`;
     const now = view.installing.map((i) => `${i.spec} (since ${i.since}, process ${i.pid})`);
