@@ -39,7 +39,7 @@ interface Seen {
   readonly headers: IncomingMessage['headers'];
   readonly body: string;
 }
-const seen: Record<string, Seen[]> = { api: [], other: [], plain: [] };
+const seen: Record<'api' | 'other' | 'plain', Seen[]> = { api: [], other: [], plain: [] };
 /** What the api upstream answers: `ok`, or the request's Authorization echoed (a reflecting API). */
 let apiMode: 'ok' | 'reflect' | 'reflect-base64' | 'redirect' | 'gzip' | 'split' = 'ok';
 const servers: Server[] = [];
@@ -123,7 +123,7 @@ afterAll(() => {
 });
 
 function reset(): void {
-  for (const key of Object.keys(seen)) seen[key] = [];
+  for (const key of ['api', 'other', 'plain'] as const) seen[key] = [];
   events.length = 0;
   warnings.length = 0;
   apiMode = 'ok';

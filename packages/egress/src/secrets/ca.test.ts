@@ -1,5 +1,6 @@
 import { X509Certificate } from 'node:crypto';
-import { type AddressInfo, createServer as createTlsServer, connect as tlsConnect } from 'node:tls';
+import type { AddressInfo } from 'node:net';
+import { createServer as createTlsServer, connect as tlsConnect } from 'node:tls';
 import { type HostName, parseHostName } from '@mcpsandbox/core';
 import { describe, expect, it } from 'vitest';
 import { SessionCa } from './ca.js';
