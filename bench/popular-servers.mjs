@@ -2,7 +2,8 @@
 // Popular npm MCP servers, direct and through `mcp-sandbox run`: how many tools each lists and the
 // time to the first `tools/list`, on a first start (nothing installed anywhere), a first sandboxed
 // start with the user's npm cache already holding the package, and warm starts.
-// Needs the npm registry. Not part of `pnpm bench` (minutes of downloads): `node bench/popular-servers.mjs`.
+// Needs the npm registry. Not part of `pnpm bench` (minutes of downloads): `node bench/popular-servers.mjs
+// [--set first|second] [--only a,b]`. Run it as root and as an ordinary user: root's installs run as 65534.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
 const BIN = join(ROOT, 'apps', 'cli', 'dist', 'bin.js');
 
 /** name, npx arguments, dummy credentials the server checks at start, run options. */
-const SERVERS = [
+const FIRST_SURVEY = [
   { name: 'everything', args: ['@modelcontextprotocol/server-everything'] },
   { name: 'memory', args: ['@modelcontextprotocol/server-memory'] },
   { name: 'filesystem', args: ['@modelcontextprotocol/server-filesystem', '{dir}'], mount: true },
@@ -33,9 +34,52 @@ const SERVERS = [
   { name: 'notion', args: ['@notionhq/notion-mcp-server'] },
 ];
 
+/** Servers the first survey did not try, pinned (`--set second`): the issue's "ten not tried before". */
+const SECOND_SURVEY = [
+  {
+    name: 'slack',
+    args: ['@modelcontextprotocol/server-slack@2025.4.25'],
+    env: { SLACK_BOT_TOKEN: 'xoxb-0', SLACK_TEAM_ID: 'T0' },
+  },
+  {
+    name: 'gitlab',
+    args: ['@modelcontextprotocol/server-gitlab@2025.4.25'],
+    env: { GITLAB_PERSONAL_ACCESS_TOKEN: 'x' },
+  },
+  {
+    name: 'google-maps',
+    args: ['@modelcontextprotocol/server-google-maps@0.6.2'],
+    env: { GOOGLE_MAPS_API_KEY: 'x' },
+  },
+  { name: 'postgres', args: ['@modelcontextprotocol/server-postgres@0.6.2', 'postgresql://localhost/x'] },
+  { name: 'exa', args: ['exa-mcp-server@3.4.1'], env: { EXA_API_KEY: 'x' } },
+  { name: 'figma', args: ['figma-developer-mcp@0.13.2', '--stdio'], env: { FIGMA_API_KEY: 'x' } },
+  { name: 'code-runner', args: ['mcp-server-code-runner@0.1.8'] },
+  { name: 'airbnb', args: ['@openbnb/mcp-server-airbnb@0.3.0'] },
+  { name: 'youtube-transcript', args: ['@kimtaeyoon83/mcp-server-youtube-transcript@0.1.1'] },
+  { name: 'desktop-commander', args: ['@wonderwhy-er/desktop-commander@0.2.52'] },
+  {
+    name: 'aws-kb-retrieval',
+    args: ['@modelcontextprotocol/server-aws-kb-retrieval@0.6.2'],
+    env: { AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_REGION: 'us-east-1' },
+  },
+  { name: 'supabase', args: ['@supabase/mcp-server-supabase@0.13.0'], env: { SUPABASE_ACCESS_TOKEN: 'x' } },
+];
+
 const { values: flags } = parseArgs({
-  options: { only: { type: 'string' }, timeout: { type: 'string', default: '180' }, out: { type: 'string' } },
+  options: {
+    only: { type: 'string' },
+    set: { type: 'string', default: 'first' },
+    timeout: { type: 'string', default: '180' },
+    out: { type: 'string' },
+  },
 });
+const SETS = { first: FIRST_SURVEY, second: SECOND_SURVEY };
+if (!Object.hasOwn(SETS, flags.set)) {
+  process.stderr.write(`--set ${flags.set}: choose one of ${Object.keys(SETS).join(', ')}\n`);
+  process.exit(2);
+}
+const SERVERS = SETS[flags.set];
 const only = flags.only ? new Set(flags.only.split(',')) : undefined;
 const TIMEOUT_MS = Number(flags.timeout) * 1000;
 
