@@ -31,6 +31,9 @@ let indexUrl = '';
 let stolen = 0;
 let exfil: TcpServer;
 let exfilPort = 0;
+/** Files of `slow_demo` are held until the gate opens: a first install that takes its time. */
+let gateOpen = false;
+let slowAsked = 0;
 
 function build(
   kind: 'wheel' | 'sdist',
@@ -75,7 +78,13 @@ beforeAll(async () => {
     const file = /^\/files\/([^/]+)$/.exec(url);
     const body = file ? files.get(file[1] as string) : undefined;
     if (!body) return res.writeHead(404).end();
-    return res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(body);
+    const held = file?.[1]?.startsWith('slow_demo') === true;
+    if (held) slowAsked++;
+    const send = () => {
+      if (held && !gateOpen) return void setTimeout(send, 100);
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(body);
+    };
+    return send();
   });
   await new Promise<void>((resolve) => index.listen(0, '127.0.0.2', resolve));
   indexUrl = `http://127.0.0.2:${(index.address() as AddressInfo).port}/simple`;
@@ -107,6 +116,17 @@ interface Started {
   readonly tools?: unknown;
 }
 
+/** The environment a client starts the bridge with: this test's home, cache, pin lock and index. */
+function userEnv(): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: home,
+    XDG_CACHE_HOME: cache,
+    MCP_SANDBOX_PIN_LOCK: lock,
+    UV_DEFAULT_INDEX: indexUrl,
+  };
+}
+
 /** `mcp-sandbox run [runArgs] -- uvx <args>`: initialize and tools/list, then stdin closed. */
 async function start(
   args: readonly string[],
@@ -114,18 +134,7 @@ async function start(
   cwd?: string,
   runArgs: readonly string[] = [],
 ): Promise<Started> {
-  const run = spawnBin(
-    ['run', ...runArgs, '--', 'uvx', ...args],
-    {
-      PATH: process.env.PATH ?? '',
-      HOME: home,
-      XDG_CACHE_HOME: cache,
-      MCP_SANDBOX_PIN_LOCK: lock,
-      UV_DEFAULT_INDEX: indexUrl,
-      ...env,
-    },
-    cwd,
-  );
+  const run = spawnBin(['run', ...runArgs, '--', 'uvx', ...args], { ...userEnv(), ...env }, cwd);
   run.child.stdin.write(
     line({
       jsonrpc: '2.0',
@@ -200,6 +209,32 @@ describe('uvx install step (local)', () => {
     expect(again.info?.probe.index).toMatch(/Error|refused|denied/i);
     expect(again.stderr).not.toMatch(/resolving|installing/);
   }, 120_000);
+
+  it('keeps a first install the client abandons going in the background; the next start finds it', async () => {
+    build('wheel', 'slow-demo', '1.0', 'slow');
+    gateOpen = false;
+    const first = spawnBin(['run', '--', 'uvx', 'slow-demo==1.0'], userEnv());
+    let said = '';
+    try {
+      // The install is under way: uv asked the index for the wheel, which waits at the gate.
+      await waitFor(() => slowAsked > 0, 60_000, 'the install to ask for the wheel');
+      said = first.stderrSoFar();
+      // The client gives up: the bridge is killed outright, and only then does the index answer.
+      first.child.kill('SIGKILL');
+      await first.result;
+    } finally {
+      gateOpen = true;
+      first.child.kill('SIGKILL');
+    }
+    const again = await start(['slow-demo==1.0']);
+    expect(again.info?.flavor, again.stderr).toBe('slow');
+    // This start installed nothing itself: it waited for the install already under way, or found it done.
+    expect(again.stderr).not.toMatch(/resolving slow-demo|installing slow-demo/);
+    const warm = await start(['slow-demo==1.0']);
+    expect(warm.info?.flavor).toBe('slow');
+    expect(warm.stderr).not.toMatch(/resolving|installing|waiting for the install/);
+    expect(said).toMatch(/goes on if the client gives up/);
+  }, 180_000);
 
   it('refuses a wheel swapped under the same version, naming the artifact', async () => {
     build('wheel', 'swap-demo', '1.0', 'first');

@@ -29,6 +29,8 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly inlineInstall?: boolean;
   /** The install worker: the integrity the asking start pinned, which the install must have. */
   readonly pinnedIntegrity?: string;
+  /** The install worker: the Python index its start chose for a uvx install. */
+  readonly pythonIndex?: string;
   /** The install worker: host paths the asking session mounts read-write (never the npm cache). */
   readonly sessionWritable?: readonly string[];
   /** Replaces the start-up probe (diagnostics and tests). */

@@ -10,7 +10,7 @@ export {
   writeFileAt,
 } from './host-fs.js';
 export { checkMountsSpareHostState, defaultNpmCache, realOrSelf, STATE_PREFIX } from './host-places.js';
-export type { InstallJob, InstallResult, StartedWorker } from './install-job.js';
+export type { InstallJob, InstallResult, StartedWorker, UvxJob } from './install-job.js';
 export { unwritableMountWarnings } from './mount-access.js';
 export { endNamespace, identifyInit, killInit, type NamespaceInit } from './namespace.js';
 export {

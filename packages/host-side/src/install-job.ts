@@ -21,6 +21,18 @@ export interface InstallJob {
   readonly deadlineMs: number;
   /** The host npm's settings as the asking start read them: the worker does not ask npm again. */
   readonly npmConfig?: HostNpmConfig;
+  /** A uvx environment rather than an npm package (then `spec` is its requirement). */
+  readonly uvx?: UvxJob;
+}
+
+/** What a uvx install is, as the asking start parsed and validated it. */
+export interface UvxJob {
+  /** `name` or `name==version`, built from validated parts. */
+  readonly requirement: string;
+  /** The console script the environment must have. */
+  readonly bin: string;
+  /** The index the asking start chose (the worker does not read the user's settings again). */
+  readonly index: string;
 }
 
 export type InstallResult = (

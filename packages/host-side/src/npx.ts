@@ -115,7 +115,7 @@ export async function prepareNpx(
       const registryUrl = new URL(registry);
       const port = registryUrl.port || (registryUrl.protocol === 'http:' ? '80' : '443');
       const grant = `${registryUrl.hostname}:${port}`;
-      installed = await waitForOthers(root, key, options, say);
+      installed = await waitForOthers(root, key, options, say, readEntry);
       if (installed) {
         checkEntryIntegrity(installed, pinned, entry);
         deps.onEvent?.({ type: 'prepare', cache: 'hit', spec, entry });

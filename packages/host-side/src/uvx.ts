@@ -26,9 +26,12 @@ import {
   sealTree,
   writeFileAt,
 } from './host-fs.js';
+import type { StartedWorker, UvxJob } from './install-job.js';
 import { InstallReport } from './install-report.js';
+import { awaitInstallWorker } from './install-wait.js';
+import { writeInstalling } from './npx/cache-status.js';
 import { cacheUsage, writeUsage } from './npx/cache-usage.js';
-import { OWNER, PREFIX, sweepStaging } from './npx/entries.js';
+import { OWNER, PREFIX, sweepStaging, waitForOthers } from './npx/entries.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { runStep } from './npx/steps.js';
 import type { NpxDeps } from './npx/types.js';
@@ -59,6 +62,13 @@ export interface UvxDeps extends Omit<NpxDeps, 'pin' | 'background'> {
   readonly uvCacheRoot: string;
   /** The pin lock npm's pins are in. */
   readonly lockFile: string;
+  /** The index, as the start that asked for this install chose it (the install worker). */
+  readonly index?: string;
+  /**
+   * Runs a first install in a detached worker (as npm's), which outlives an abandoned start; the
+   * worker itself installs in its own process (no `background`).
+   */
+  readonly background?: (job: UvxJob) => StartedWorker;
 }
 
 export interface PreparedUvx {
@@ -121,7 +131,7 @@ export async function prepareUvx(
 ): Promise<PreparedUvx | undefined> {
   const parsed = parseUvxCommand(command);
   if (!parsed) return undefined;
-  const index = userPythonIndex(deps.cache.hostEnv);
+  const index = deps.index ?? userPythonIndex(deps.cache.hostEnv);
   const tools = findUvTools(deps.cache.hostEnv);
   const key = createHash('sha256')
     .update(`${LAYOUT}\n${index}\n${parsed.requirement}\n${tools.python}\n${tools.pythonVersion}`)
@@ -132,15 +142,18 @@ export async function prepareUvx(
   mkdirSync(deps.uvCacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
   const root = openOwnedDir(deps.uvCacheRoot);
   try {
-    const pin = findPin(deps.lockFile, index, parsed.requirement);
     let entry = readUvEntry(root, key);
+    let cache: 'hit' | 'stored' = 'hit';
     if (!entry) {
       sweepStaging(root);
-      entry = await install(root, key, parsed, { index, pin, tools }, options, deps);
-      deps.onEvent?.({ type: 'prepare', cache: 'stored', spec: parsed.requirement, entry: entryPath });
-    } else {
-      deps.onEvent?.({ type: 'prepare', cache: 'hit', spec: parsed.requirement, entry: entryPath });
+      // Another start's install (its worker, perhaps of a start the client gave up on) of the same.
+      entry = await waitForOthers(root, key, options, (text) => deps.logger.info(text), readUvEntry);
     }
+    if (!entry) {
+      entry = await firstInstall(root, key, parsed, { index, tools }, options, deps);
+      cache = 'stored';
+    }
+    deps.onEvent?.({ type: 'prepare', cache, spec: parsed.requirement, entry: entryPath });
     const pinned = findPin(deps.lockFile, index, parsed.requirement);
     if (!pinned || digestOf(pinned.dists) !== entry.digest) {
       throw new PinChangedError(
@@ -157,6 +170,41 @@ export async function prepareUvx(
   } finally {
     closeDir(root);
   }
+}
+
+/**
+ * The first install: in the detached worker when there is one (a start the client abandons
+ * keeps its progress, and the next start waits for it or finds it done), else here.
+ */
+async function firstInstall(
+  root: OpenDir,
+  key: string,
+  parsed: UvxCommand,
+  source: Omit<Source, 'pin'>,
+  options: PrepareOptions,
+  deps: UvxDeps,
+): Promise<UvEntry> {
+  if (!deps.background) {
+    const pin = findPin(deps.lockFile, source.index, parsed.requirement);
+    return install(root, key, parsed, { ...source, pin }, options, deps);
+  }
+  const say = (text: string) => deps.logger.info(text);
+  const grants = [...indexGrants(source.index), ...(deps.cache.installHosts ?? [])];
+  say(`installing ${parsed.requirement} from ${source.index} (network: ${grants.join(', ')} only)`);
+  say(
+    'a first install can take minutes: it goes on if the client gives up or times out; ' +
+      'then start the server again',
+  );
+  const job = { requirement: parsed.requirement, bin: parsed.bin, index: source.index };
+  await awaitInstallWorker(deps.background(job), options, say);
+  const entry = readUvEntry(root, key);
+  if (!entry) {
+    throw new SandboxFailureError(
+      `the install of ${parsed.requirement} ended, but its environment is not complete`,
+      { code: 'E_PREPARE' },
+    );
+  }
+  return entry;
 }
 
 function findPin(lockFile: string, index: string, requirement: string): PythonPin | undefined {
@@ -205,6 +253,7 @@ async function install(
   let dirs: StagingDirs | undefined;
   try {
     dirs = openStaging(root, stagingName, deps.runAs);
+    writeInstalling(dirs.staging, parsed.requirement);
     const { staging, prefix, input } = dirs;
     const quota = deps.cache.quota ?? installQuota(deps.cache.hostEnv);
     const budget = installBudget(quota, cacheUsage(root, quota, stagingName), deps.uvCacheRoot);
@@ -282,7 +331,8 @@ function stepRunner(
   return async (argv, what) => {
     // uv by the real path found on the host (a shim on PATH would need the home).
     const uvArgv = [tools.uv, ...argv.slice(1)];
-    const status = await runStep(uvArgv, binds, network, env, report, options, deps, c.guard);
+    const { background: _, ...stepDeps } = deps;
+    const status = await runStep(uvArgv, binds, network, env, report, options, stepDeps, c.guard);
     if (status.code !== 0) throw uvFailure(c.parsed, what, status, report, tools, c.source.pin !== undefined);
   };
 }

@@ -17,9 +17,11 @@ import {
 import {
   type Bind,
   type HostNpmConfig,
+  type InstallJob,
   prepareNpx,
   prepareUvx,
   type StateDirs,
+  type UvxJob,
   uvCacheRoot,
 } from '@mcpsandbox/host-side';
 import type { SpawnedProcess } from '../child-process.js';
@@ -80,6 +82,13 @@ export async function prepareCommand(
     logger: context.config.logger,
     uvCacheRoot: uvCacheRoot(npm.cacheRoot),
     lockFile: defaultPinLockFile(context.config.hostEnv, context.config.hostHome),
+    ...(context.config.pythonIndex ? { index: context.config.pythonIndex } : {}),
+    ...(worker
+      ? {
+          background: (job: UvxJob) =>
+            startInstallWorker(worker, uvxJob(context, job), context.config.hostEnv),
+        }
+      : {}),
     install,
   });
   if (uvx) {
@@ -138,6 +147,23 @@ export async function prepareCommand(
   if (result.bind) context.extraBinds.push(result.bind);
   if (result.bind && result.package) await writableLayer(context, result.bind, result.package, options);
   return result.command;
+}
+
+/** A uvx first install for the worker: the environment's requirement, and the install's own grants and env. */
+function uvxJob(context: InstallContext, uvx: UvxJob): InstallJob {
+  const npm = context.config.npm;
+  return {
+    spec: uvx.requirement,
+    uvx,
+    registry: uvx.index,
+    cacheRoot: npm.cacheRoot,
+    installHosts: npm.installHosts ?? [],
+    installEnv: npm.installEnv ?? {},
+    userCache: false,
+    stateDir: context.config.stateDir,
+    deadlineMs: INSTALL_DEADLINE_MS,
+    ...(context.config.runAsWhenRoot ? { runAsWhenRoot: context.config.runAsWhenRoot } : {}),
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The npx install of a first start, in a process of its own: started detached (its own session)
+ * The npx (or uvx) install of a first start, in a process of its own: started detached (its own session)
  * by the start that needs it, so that a client that gives up (stdin EOF, SIGTERM, SIGKILL of
  * the bridge) does not throw the install away. It runs the install step and nothing of the
  * server, within a deadline, marks the cache entry complete (one rename, as in-process
@@ -44,7 +44,8 @@ export async function runInstallWorker(): Promise<void> {
       ...silentLogger,
       // Only what the start cannot say itself (it says what it installs, and from where).
       info: (text: string) => {
-        if (text.startsWith('skipped the optional dependency ')) notes.push(text);
+        if (text.startsWith('skipped the optional dependency ') || text.startsWith('pinned '))
+          notes.push(text);
       },
       warn: () => {},
       error: () => {},
@@ -60,6 +61,7 @@ export async function runInstallWorker(): Promise<void> {
       ...(job.integrity ? { pinnedIntegrity: job.integrity } : {}),
       ...(job.writable ? { sessionWritable: job.writable } : {}),
       ...(job.runAsWhenRoot ? { runAsWhenRoot: job.runAsWhenRoot } : {}),
+      ...(job.uvx ? { pythonIndex: job.uvx.index } : {}),
       stateDir: job.stateDir,
       settings: {
         ...(job.installHosts.length > 0 ? { installAllowNet: job.installHosts.join(',') } : {}),
@@ -69,7 +71,9 @@ export async function runInstallWorker(): Promise<void> {
     });
     const sandbox = await backend.create({ sessionId: 'install', env: {}, ttlMs: job.deadlineMs });
     try {
-      await sandbox.prepare?.(['npx', '-y', job.spec], {
+      // A uvx job's requirement and script were validated by the start that asked.
+      const command = job.uvx ? ['uvx', '--from', job.uvx.requirement, job.uvx.bin] : ['npx', '-y', job.spec];
+      await sandbox.prepare?.(command, {
         stderr: (chunk) => process.stderr.write(chunk),
         signal: AbortSignal.timeout(job.deadlineMs),
       });

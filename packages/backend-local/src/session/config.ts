@@ -167,6 +167,7 @@ export function sandboxConfig(
     logger,
     inlineInstall: options.inlineInstall === true,
     ...(options.pinnedIntegrity ? { pinnedIntegrity: options.pinnedIntegrity } : {}),
+    ...(options.pythonIndex ? { pythonIndex: options.pythonIndex } : {}),
     ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
     ...(options.dial ? { dial: options.dial } : {}),
@@ -234,6 +235,8 @@ export interface SandboxConfig {
   readonly inlineInstall: boolean;
   /** The install worker: the integrity its start pinned, which the install must have. */
   readonly pinnedIntegrity?: string;
+  /** The install worker: the Python index its start chose. */
+  readonly pythonIndex?: string;
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };
 }
 

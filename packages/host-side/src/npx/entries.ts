@@ -40,23 +40,24 @@ export interface Installed {
 const INTEGRITY = /^sha(?:256|384|512)-[A-Za-z0-9+/]{20,100}={0,2}$/;
 
 /**
- * Another start (or its background install) is installing the same entry: wait for it rather
- * than download the same packages again beside it. Undefined when no live install of the key
- * is left and the entry is still missing: then this start installs.
+ * Another start (or its background install) is installing the same entry (npm's or uv's, read
+ * by `read`): wait for it rather than download the same packages again beside it. Undefined
+ * when no live install of the key is left and the entry is still missing: then this start installs.
  */
-export async function waitForOthers(
+export async function waitForOthers<T>(
   root: OpenDir,
   key: string,
   options: PrepareOptions,
   say: (text: string) => void,
-): Promise<Installed | undefined> {
+  read: (root: OpenDir, key: string) => T | undefined,
+): Promise<T | undefined> {
   let told = false;
   for (;;) {
-    const installed = readEntry(root, key);
+    const installed = read(root, key);
     if (installed) return installed;
     const owner = liveInstaller(root, key);
     // Gone: finished (renamed into place just now) or died; read once more to tell which.
-    if (owner === undefined) return readEntry(root, key);
+    if (owner === undefined) return read(root, key);
     if (!told) say(`waiting for the install of this package already under way (process ${owner})`);
     told = true;
     await new Promise((resolve) => setTimeout(resolve, 250));
