@@ -1,0 +1,86 @@
+/**
+ * Claude Code as the client of a Python server: `mcp-server-time` from PyPI, never installed
+ * before (a fresh install cache and pin lock), added with `claude mcp add` behind `mcp-sandbox
+ * run -- uvx`, shows as connected in `claude mcp list` by the second try. An install the health
+ * check gives up on goes on in the background, so the second try is warm.
+ */
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN } from './helpers.js';
+
+const CLAUDE = fileURLToPath(new URL('../node_modules/.bin/claude', import.meta.url));
+const SERVER = 'mcp-server-time==2026.10.19';
+
+const dir = mkdtempSync(join(tmpdir(), 'uvx-claude-code-e2e-'));
+chmodSync(dir, 0o755);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('Claude Code with a uvx server', () => {
+  it('shows a never-installed sandboxed uvx server as connected by the second `claude mcp list`', {
+    timeout: 240_000,
+  }, async () => {
+    const home = join(dir, 'home');
+    mkdirSync(home, { recursive: true, mode: 0o755 });
+    // A private home and config: no account is needed for `mcp add` and `mcp list`. The user's
+    // proxy and TLS trust are kept (PyPI is reached through them where there is one).
+    const kept = [
+      'HTTPS_PROXY',
+      'https_proxy',
+      'HTTP_PROXY',
+      'http_proxy',
+      'NO_PROXY',
+      'no_proxy',
+      'SSL_CERT_FILE',
+    ];
+    const env = {
+      ...Object.fromEntries(kept.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))),
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      CLAUDE_CONFIG_DIR: join(home, '.claude'),
+      XDG_CACHE_HOME: join(home, '.cache'),
+      XDG_STATE_HOME: join(home, '.local', 'state'),
+      XDG_CONFIG_HOME: join(home, '.config'),
+      MCP_SANDBOX_PIN_LOCK: join(home, 'pins.json'),
+      DISABLE_AUTOUPDATER: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    };
+    const claude = (args: string[]) =>
+      promisify(execFile)(CLAUDE, args, { env, cwd: home, timeout: 100_000 }).then(
+        ({ stdout }) => stdout,
+        (error: { stdout?: string; stderr?: string; message: string }) =>
+          `${error.stdout ?? ''}${error.stderr ?? ''}${error.message}`,
+      );
+    const added = await claude([
+      'mcp',
+      'add',
+      '-s',
+      'user',
+      'time',
+      '--',
+      process.execPath,
+      BIN,
+      'run',
+      '--',
+      'uvx',
+      SERVER,
+    ]);
+    expect(added).toContain('Added stdio MCP server time');
+    const tries: string[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const listed = await claude(['mcp', 'list']);
+      const line = listed.split('\n').find((text) => text.startsWith('time:')) ?? listed;
+      tries.push(line);
+      if (line.includes('✔ Connected')) break;
+    }
+    expect(tries.at(-1), tries.join('\n')).toContain('✔ Connected');
+    expect(tries.length, tries.join('\n')).toBeLessThanOrEqual(2);
+    // Control: it was installed here and now, into this home's install cache.
+    const entries = readdirSync(join(home, '.cache', 'mcp-sandbox', 'uv'));
+    expect(entries.filter((name) => /^[0-9a-f]{24}$/.test(name))).toHaveLength(1);
+  });
+});
