@@ -294,6 +294,35 @@ describe('uvx install step (local)', () => {
     expect(result.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
 
+  it("takes the index from the user's uv.toml, never from a project's uv.toml or pyproject.toml", async () => {
+    build('wheel', 'cfg-demo', '1.0', 'from-user-config');
+    const config = join(root, 'config');
+    mkdirSync(join(config, 'uv'), { recursive: true });
+    writeFileSync(join(config, 'uv', 'uv.toml'), `[[index]]\nurl = "${indexUrl}"\ndefault = true\n`);
+    // The working folder (a cloned repository, or a server's rw mount) names another index.
+    const project = mkdtempSync(join(root, 'project-'));
+    const evil = `http://127.0.0.2:${exfilPort}/simple`;
+    writeFileSync(
+      join(project, 'uv.toml'),
+      `index-url = "${evil}"\n[[index]]\nurl = "${evil}"\ndefault = true\n`,
+    );
+    writeFileSync(
+      join(project, 'pyproject.toml'),
+      `[project]\nname = "p"\nversion = "0"\n[[tool.uv.index]]\nurl = "${evil}"\ndefault = true\n`,
+    );
+    const before = stolen;
+    const result = await start(['cfg-demo==1.0'], { UV_DEFAULT_INDEX: '', XDG_CONFIG_HOME: config }, project);
+    expect(result.info?.flavor, result.stderr).toBe('from-user-config');
+    expect(result.stderr).toContain(`installing cfg-demo==1.0 from ${indexUrl}`);
+    expect(stolen).toBe(before);
+    // A user config that lists a second index is refused with what to set, not half-honoured.
+    writeFileSync(join(config, 'uv', 'uv.toml'), `extra-index-url = ["${evil}"]\n`);
+    const refused = await start(['cfg-demo==2.0'], { UV_DEFAULT_INDEX: '', XDG_CONFIG_HOME: config });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/extra-index-url: uvx servers install from one index.*UV_DEFAULT_INDEX/);
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+  }, 120_000);
+
   it('refuses a uvx option it does not understand, with a message', async () => {
     const result = await start(['--with', 'requests', 'swap-demo==1.0']);
     expect(result.code).not.toBe(0);

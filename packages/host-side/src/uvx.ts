@@ -9,7 +9,6 @@ import {
   readPinLock,
   SandboxFailureError,
   SetupFailedError,
-  UsageError,
   updatePythonPins,
 } from '@mcpsandbox/core';
 import {
@@ -36,18 +35,19 @@ import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { runStep } from './npx/steps.js';
 import type { NpxDeps } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
+import { parsePythonIndex, userPythonIndex } from './uvx/index-config.js';
 import { hashMismatch, parseCompiled, requirementsText } from './uvx/resolved.js';
 import { parseUvxCommand, type UvxCommand } from './uvx/spec.js';
 import { findUvTools, pythonNeeded, type UvTools } from './uvx/tools.js';
 import type { Bind } from './view.js';
 
+export { DEFAULT_PYTHON_INDEX, type PythonIndex, userPythonIndex } from './uvx/index-config.js';
 export { isUvxCommand, parseUvxCommand, type UvxCommand } from './uvx/spec.js';
 
 /** Where uvx environments appear inside the sandbox (under the hidden, empty /run). */
 export const SANDBOX_UV_ROOT = '/run/mcp-sandbox/uv';
 /** The host-written inputs of an install (the requirements with hashes), read-only. */
 const SANDBOX_UV_INPUT = '/run/mcp-sandbox/uv-input';
-export const DEFAULT_PYTHON_INDEX = 'https://pypi.org/simple';
 const MARKER = 'install.json';
 const INPUT = 'input';
 const LAYOUT = 'uv1';
@@ -84,29 +84,6 @@ interface UvEntry {
   readonly digest: string;
 }
 
-/**
- * The index the user's own environment names (UV_DEFAULT_INDEX, then UV_INDEX_URL), else PyPI.
- * Never a project file: a server's rw mount could have written one. Credentials in the URL are
- * refused: they would be shown to the install step and written in the pin lock.
- */
-export function userPythonIndex(env: Readonly<Record<string, string | undefined>>): string {
-  const text = env.UV_DEFAULT_INDEX || env.UV_INDEX_URL || DEFAULT_PYTHON_INDEX;
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new UsageError(
-      `the Python index ${JSON.stringify(text)} (UV_DEFAULT_INDEX/UV_INDEX_URL) is not a URL`,
-    );
-  }
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.hash) {
-    throw new UsageError(
-      'the Python index (UV_DEFAULT_INDEX/UV_INDEX_URL) must be an http(s) URL without credentials or fragment',
-    );
-  }
-  return url.href.replace(/\/+$/, '');
-}
-
 /** The hosts the install may reach: the index, and for PyPI the host its files are served from. */
 function indexGrants(index: string): string[] {
   const url = new URL(index);
@@ -131,7 +108,10 @@ export async function prepareUvx(
 ): Promise<PreparedUvx | undefined> {
   const parsed = parseUvxCommand(command);
   if (!parsed) return undefined;
-  const index = deps.index ?? userPythonIndex(deps.cache.hostEnv);
+  // Validated once here: the asking start's choice (the install worker), else the user's settings.
+  const index = (
+    deps.index ? parsePythonIndex(deps.index, 'the install job') : userPythonIndex(deps.cache.hostEnv)
+  ).url;
   const tools = findUvTools(deps.cache.hostEnv);
   const key = createHash('sha256')
     .update(`${LAYOUT}\n${index}\n${parsed.requirement}\n${tools.python}\n${tools.pythonVersion}`)
