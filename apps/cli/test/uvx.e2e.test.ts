@@ -1,11 +1,21 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { line, spawnBin, stdoutMessages, waitFor } from './helpers.js';
@@ -14,6 +24,8 @@ import { line, spawnBin, stdoutMessages, waitFor } from './helpers.js';
 // attacker, a wheel swapped under the same version, and a warm start that asks the index nothing.
 // On loopback, but not 127.0.0.1: the sandbox's proxy settings exempt that address.
 
+/** A CPython older than Debian's 3.11, to play the host's own python3 (pyenv's, where there is one). */
+const OLDER_PYTHON = '/root/.pyenv/versions/3.10.13/bin/python3';
 const DISTS = fileURLToPath(new URL('./fixtures/python-dists.py', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'mcp-sandbox-uvx-'));
 // As root the sandbox runs as nobody, who must be able to enter the install cache.
@@ -266,8 +278,36 @@ describe('uvx install step (local)', () => {
     const result = await start(['future-demo==1.0']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/needs Python >=3\.99.*uv python install 3\.99/);
+    // uv was never let download a Python (from inside the sandbox it would try GitHub).
+    expect(result.stderr).not.toMatch(/download|github|python-build-standalone/i);
     expect(result.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
+
+  it.skipIf(!existsSync(OLDER_PYTHON))(
+    `uses a uv-managed Python when the host's is too old for the package (needs ${OLDER_PYTHON} to play the host's)`,
+    async () => {
+      build('wheel', 'newer-demo', '1.0', 'on-managed', '>=3.11');
+      // The user's uv Pythons: a CPython 3.11 laid out as `uv python install` lays it out.
+      const managed = join(root, 'uv-pythons');
+      const bin = join(managed, 'cpython-3.11.2-linux-x86_64-gnu', 'bin');
+      mkdirSync(bin, { recursive: true, mode: 0o755 });
+      chmodSync(managed, 0o755);
+      copyFileSync('/usr/bin/python3.11', join(bin, 'python3.11'));
+      chmodSync(join(bin, 'python3.11'), 0o755);
+      symlinkSync('python3.11', join(bin, 'python3'));
+      const uvDir = dirname(
+        execFileSync('python3', ['-c', 'import uv; print(uv.find_uv_bin())'], { encoding: 'utf8' }).trim(),
+      );
+      const env = { PATH: `${dirname(OLDER_PYTHON)}:${uvDir}:/usr/bin:/bin`, UV_PYTHON_INSTALL_DIR: managed };
+      const first = await start(['newer-demo==1.0'], env);
+      expect(first.info?.flavor, first.stderr).toBe('on-managed');
+      expect(first.stderr).toMatch(/needs Python >=3\.11: using uv's Python 3\.11\.2/);
+      const warm = await start(['newer-demo==1.0'], env);
+      expect(warm.info?.flavor, warm.stderr).toBe('on-managed');
+      expect(warm.stderr).not.toMatch(/resolving|installing|needs Python/);
+    },
+    120_000,
+  );
 
   it('runs no module of the working folder on the host while it looks for uv and Python', async () => {
     // The working folder may be a server's rw mount: a `uv.py` there must not run when the host

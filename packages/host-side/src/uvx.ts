@@ -36,9 +36,10 @@ import { runStep } from './npx/steps.js';
 import type { NpxDeps } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
 import { parsePythonIndex, userPythonIndex } from './uvx/index-config.js';
+import { managedPythons, type PythonNeed, satisfies } from './uvx/managed-pythons.js';
 import { hashMismatch, parseCompiled, requirementsText } from './uvx/resolved.js';
 import { parseUvxCommand, type UvxCommand } from './uvx/spec.js';
-import { findUvTools, pythonNeeded, type UvTools } from './uvx/tools.js';
+import { findUvTools, pythonNeeded, pythonRequirement, type UvTools, withPython } from './uvx/tools.js';
 import type { Bind } from './view.js';
 
 export { DEFAULT_PYTHON_INDEX, type PythonIndex, userPythonIndex } from './uvx/index-config.js';
@@ -112,27 +113,41 @@ export async function prepareUvx(
   const index = (
     deps.index ? parsePythonIndex(deps.index, 'the install job') : userPythonIndex(deps.cache.hostEnv)
   ).url;
-  const tools = findUvTools(deps.cache.hostEnv);
-  const key = createHash('sha256')
-    .update(`${LAYOUT}\n${index}\n${parsed.requirement}\n${tools.python}\n${tools.pythonVersion}`)
-    .digest('hex')
-    .slice(0, 24);
-  const inside = `${SANDBOX_UV_ROOT}/${key}`;
-  const entryPath = join(deps.uvCacheRoot, key);
+  const env = deps.cache.hostEnv;
+  const host = findUvTools(env);
+  // The host's python3 first, then the user's uv-managed Pythons, each an entry of its own.
+  const choices = [
+    host,
+    ...managedPythons(env, deps.cache.userCache?.writable ?? [])
+      .filter((choice) => choice.python !== host.python)
+      .map((choice) => withPython(host, choice, env)),
+  ];
+  const keys = choices.map((tools) =>
+    createHash('sha256')
+      .update(`${LAYOUT}\n${index}\n${parsed.requirement}\n${tools.python}\n${tools.pythonVersion}`)
+      .digest('hex')
+      .slice(0, 24),
+  );
   mkdirSync(deps.uvCacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
   const root = openOwnedDir(deps.uvCacheRoot);
   try {
-    let entry = readUvEntry(root, key);
+    let found = findEntry(root, keys);
     let cache: 'hit' | 'stored' = 'hit';
-    if (!entry) {
+    if (!found) {
       sweepStaging(root);
       // Another start's install (its worker, perhaps of a start the client gave up on) of the same.
-      entry = await waitForOthers(root, key, options, (text) => deps.logger.info(text), readUvEntry);
+      await waitForOthers(root, keys[0] ?? '', options, (text) => deps.logger.info(text), readUvEntry);
+      found = findEntry(root, keys);
     }
-    if (!entry) {
-      entry = await firstInstall(root, key, parsed, { index, tools }, options, deps);
+    if (!found) {
+      found = await firstInstall(root, keys, parsed, { index, choices }, options, deps);
       cache = 'stored';
     }
+    const { entry, at: chosen } = found;
+    const key = keys[chosen] ?? '';
+    const tools = choices[chosen] ?? host;
+    const inside = `${SANDBOX_UV_ROOT}/${key}`;
+    const entryPath = join(deps.uvCacheRoot, key);
     deps.onEvent?.({ type: 'prepare', cache, spec: parsed.requirement, entry: entryPath });
     const pinned = findPin(deps.lockFile, index, parsed.requirement);
     if (!pinned || digestOf(pinned.dists) !== entry.digest) {
@@ -152,39 +167,68 @@ export async function prepareUvx(
   }
 }
 
+interface Found {
+  readonly entry: UvEntry;
+  /** Which Python (of the choices) it was made with. */
+  readonly at: number;
+}
+
+/** The first complete entry among the Pythons' keys, in their order. */
+function findEntry(root: OpenDir, keys: readonly string[]): Found | undefined {
+  for (const [at, key] of keys.entries()) {
+    const entry = readUvEntry(root, key);
+    if (entry) return { entry, at };
+  }
+  return undefined;
+}
+
 /**
  * The first install: in the detached worker when there is one (a start the client abandons
- * keeps its progress, and the next start waits for it or finds it done), else here.
+ * keeps its progress, and the next start waits for it or finds it done), else here: with the
+ * host's Python, and when the package refuses it, with the newest uv-managed one that fits.
  */
 async function firstInstall(
   root: OpenDir,
-  key: string,
+  keys: readonly string[],
   parsed: UvxCommand,
-  source: Omit<Source, 'pin'>,
+  source: { readonly index: string; readonly choices: readonly UvTools[] },
   options: PrepareOptions,
   deps: UvxDeps,
-): Promise<UvEntry> {
-  if (!deps.background) {
-    const pin = findPin(deps.lockFile, source.index, parsed.requirement);
-    return install(root, key, parsed, { ...source, pin }, options, deps);
-  }
+): Promise<Found> {
+  const { index, choices } = source;
   const say = (text: string) => deps.logger.info(text);
-  const grants = [...indexGrants(source.index), ...(deps.cache.installHosts ?? [])];
-  say(`installing ${parsed.requirement} from ${source.index} (network: ${grants.join(', ')} only)`);
+  if (!deps.background) {
+    const pin = findPin(deps.lockFile, index, parsed.requirement);
+    const attempt = (at: number) =>
+      install(root, keys[at] ?? '', parsed, { index, pin, tools: choices[at] ?? choices[0]! }, options, deps);
+    try {
+      return { entry: await attempt(0), at: 0 };
+    } catch (error) {
+      const need = error instanceof PythonTooOldError ? error.need : undefined;
+      const at = need ? choices.findIndex((tools, i) => i > 0 && satisfies(tools.pythonVersion, need)) : -1;
+      if (!need || at < 0) throw error;
+      say(
+        `${parsed.requirement} needs Python ${need.op}${need.version}: using uv's Python ${choices[at]?.pythonVersion}`,
+      );
+      return { entry: await attempt(at), at };
+    }
+  }
+  const grants = [...indexGrants(index), ...(deps.cache.installHosts ?? [])];
+  say(`installing ${parsed.requirement} from ${index} (network: ${grants.join(', ')} only)`);
   say(
     'a first install can take minutes: it goes on if the client gives up or times out; ' +
       'then start the server again',
   );
-  const job = { requirement: parsed.requirement, bin: parsed.bin, index: source.index };
+  const job = { requirement: parsed.requirement, bin: parsed.bin, index };
   await awaitInstallWorker(deps.background(job), options, say);
-  const entry = readUvEntry(root, key);
-  if (!entry) {
+  const found = findEntry(root, keys);
+  if (!found) {
     throw new SandboxFailureError(
       `the install of ${parsed.requirement} ended, but its environment is not complete`,
       { code: 'E_PREPARE' },
     );
   }
-  return entry;
+  return found;
 }
 
 function findPin(lockFile: string, index: string, requirement: string): PythonPin | undefined {
@@ -475,5 +519,18 @@ function uvFailure(
   const lines = [`${what} ${parsed.requirement} failed (uv exited ${status.code ?? status.signal})`];
   if (python) lines.push(`cause: ${python}`);
   if (said) lines.push('uv said:', ...said.split('\n').map((line) => `  ${line}`));
+  const need = pythonRequirement(said);
+  if (need) return new PythonTooOldError(lines.join('\n'), status.code, need);
   return new SetupFailedError(lines.join('\n'), status.code);
+}
+
+/** The package's `requires-python` refuses the Python the environment was made with. */
+class PythonTooOldError extends SetupFailedError {
+  constructor(
+    message: string,
+    exitCode: number | null,
+    readonly need: PythonNeed,
+  ) {
+    super(message, exitCode);
+  }
 }

@@ -159,7 +159,9 @@ function uvxJob(context: InstallContext, uvx: UvxJob): InstallJob {
     cacheRoot: npm.cacheRoot,
     installHosts: npm.installHosts ?? [],
     installEnv: npm.installEnv ?? {},
-    userCache: false,
+    // The session's rw mounts, which a uv-managed Python must stay clear of.
+    writable: npm.userCache?.writable ?? [],
+    userCache: npm.userCache !== undefined,
     stateDir: context.config.stateDir,
     deadlineMs: INSTALL_DEADLINE_MS,
     ...(context.config.runAsWhenRoot ? { runAsWhenRoot: context.config.runAsWhenRoot } : {}),

@@ -44,7 +44,11 @@ export async function runInstallWorker(): Promise<void> {
       ...silentLogger,
       // Only what the start cannot say itself (it says what it installs, and from where).
       info: (text: string) => {
-        if (text.startsWith('skipped the optional dependency ') || text.startsWith('pinned '))
+        if (
+          text.startsWith('skipped the optional dependency ') ||
+          text.startsWith('pinned ') ||
+          text.includes(": using uv's Python ")
+        )
           notes.push(text);
       },
       warn: () => {},

@@ -74,7 +74,7 @@ describe('resolved sets', () => {
     ).toBe(`swap-demo==1.0 (the index now serves sha256 ${'c'.repeat(64)})`);
     expect(hashMismatch('error: something else')).toBeUndefined();
     expect(pythonNeeded('Because x==1 requires Python >=3.13 and you require x==1', '3.11.2')).toMatch(
-      /needs Python >=3\.13, and the host's Python is 3\.11\.2; install one \(uv python install 3\.13\)/,
+      /needs Python >=3\.13, and the host's Python is 3\.11\.2 .*; install one \(uv python install 3\.13\), then start again/,
     );
   });
 });

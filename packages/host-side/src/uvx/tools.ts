@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { SandboxFailureError } from '@mcpsandbox/core';
 import { type Bind, commandBinds, hiddenRoots } from '../view.js';
+import { isElf } from './elf.js';
+import type { PythonChoice, PythonNeed } from './managed-pythons.js';
 
 /** The host's uv and Python as the install step and the server see them (read-only). */
 export interface UvTools {
@@ -17,21 +19,6 @@ export interface UvTools {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
-
-/** An ELF file: a shim (`#!/usr/bin/env bash` … `pyenv exec`) would need the home to run. */
-function isElf(path: string): boolean {
-  let fd: number | undefined;
-  try {
-    if (!statSync(path).isFile()) return false;
-    fd = openSync(path, 'r');
-    const head = Buffer.alloc(4);
-    return readSync(fd, head, 0, 4, 0) === 4 && head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
 
 function onPath(names: readonly string[], env: Env): string[] {
   const found: string[] = [];
@@ -107,22 +94,35 @@ export function findUvTools(env: Env): UvTools {
   return { uv, python, pythonVersion, binds };
 }
 
-/**
- * uv's refusal for want of a Python (`requires-python`): which version the package needs, and
- * the one command that installs it. Undefined when the output says something else.
- */
-export function pythonNeeded(output: string, have: string): string | undefined {
+/** The same tools with another Python (a uv-managed one), and what of the home it needs bound. */
+export function withPython(tools: UvTools, choice: PythonChoice, env: Env): UvTools {
+  const roots = hiddenRoots(env.HOME);
+  const binds = [...commandBinds(tools.uv, roots).binds, ...commandBinds(choice.python, roots).binds];
+  return { uv: tools.uv, python: choice.python, pythonVersion: choice.pythonVersion, binds };
+}
+
+/** What uv's refusal for want of a Python (`requires-python`) asks for; undefined for anything else. */
+export function pythonRequirement(output: string): PythonNeed | undefined {
   const match = /Python\s*(>=|>|~=|==)\s*(\d+(?:\.\d+){0,2})/.exec(output);
   if (
     !match ||
     !/requires-python|requires Python|current Python version|does not satisfy Python/i.test(output)
   )
     return undefined;
-  const [, op, version] = match;
-  const [major, minor] = (version ?? '').split('.');
-  const wanted = op === '>' ? `${major}.${Number(minor ?? 0) + 1}` : `${major}.${minor ?? 0}`;
+  return { op: match[1] as PythonNeed['op'], version: match[2] ?? '' };
+}
+
+/**
+ * uv's refusal for want of a Python: which version the package needs, and the one command that
+ * installs it (a uv-managed Python is then used by the next start). Undefined for anything else.
+ */
+export function pythonNeeded(output: string, have: string): string | undefined {
+  const need = pythonRequirement(output);
+  if (!need) return undefined;
+  const [major, minor] = need.version.split('.');
+  const wanted = need.op === '>' ? `${major}.${Number(minor ?? 0) + 1}` : `${major}.${minor ?? 0}`;
   return (
-    `the package needs Python ${op}${version}, and the host's Python is ${have}; ` +
-    `install one (uv python install ${wanted}) and put it first on PATH, then start again`
+    `the package needs Python ${need.op}${need.version}, and the host's Python is ${have} ` +
+    `(no uv-managed Python fits either); install one (uv python install ${wanted}), then start again`
   );
 }
