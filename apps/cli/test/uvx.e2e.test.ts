@@ -331,6 +331,11 @@ describe('uvx install step (local)', () => {
     expect(result.info).toBeUndefined();
     expect(stolen).toBe(before);
     expect(result.stderr).toMatch(/resolving redirect-demo==1\.0 failed/);
+    // uv's cause first (the refused redirect is a 403 from the proxy), and the host it was sent to
+    // as a grant to consider; never the index, which the install reaches already.
+    expect(result.stderr).toMatch(/resolving redirect-demo==1\.0 failed: the index \S+ answered HTTP 403/);
+    expect(result.stderr).toContain(`--install-allow-net 127.0.0.2:${exfilPort}`);
+    expect(result.stderr).not.toContain(`--install-allow-net ${new URL(indexUrl).host}`);
     expect(result.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
 
@@ -362,6 +367,15 @@ describe('uvx install step (local)', () => {
     expect(refused.stderr).toMatch(/extra-index-url: uvx servers install from one index.*UV_DEFAULT_INDEX/);
     expect(refused.stderr).not.toMatch(/\n\s+at /);
   }, 120_000);
+
+  it("says uv's own cause first: a version the index does not have", async () => {
+    const result = await start(['cfg-demo==9.9']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(
+      /mcp-sandbox: error: resolving cfg-demo==9\.9 failed: no set of versions satisfies it: Because cfg-demo/,
+    );
+    expect(result.stderr).not.toMatch(/--install-allow-net|\n\s+at /);
+  }, 60_000);
 
   it('refuses a uvx option it does not understand, with a message', async () => {
     const result = await start(['--with', 'requests', 'swap-demo==1.0']);

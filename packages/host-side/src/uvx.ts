@@ -37,7 +37,7 @@ import type { NpxDeps } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
 import { parsePythonIndex, userPythonIndex } from './uvx/index-config.js';
 import { managedPythons, type PythonNeed, satisfies } from './uvx/managed-pythons.js';
-import { hashMismatch, parseCompiled, requirementsText } from './uvx/resolved.js';
+import { hashMismatch, parseCompiled, requirementsText, uvCause } from './uvx/resolved.js';
 import { parseUvxCommand, type UvxCommand } from './uvx/spec.js';
 import { findUvTools, pythonNeeded, pythonRequirement, type UvTools, withPython } from './uvx/tools.js';
 import type { Bind } from './view.js';
@@ -357,7 +357,8 @@ function stepRunner(
     const uvArgv = [tools.uv, ...argv.slice(1)];
     const { background: _, ...stepDeps } = deps;
     const status = await runStep(uvArgv, binds, network, env, report, options, stepDeps, c.guard);
-    if (status.code !== 0) throw uvFailure(c.parsed, what, status, report, tools, c.source.pin !== undefined);
+    if (status.code !== 0)
+      throw uvFailure(c.parsed, what, status, report, tools, c.source.pin !== undefined, c.grants);
   };
 }
 
@@ -506,6 +507,7 @@ function uvFailure(
   report: InstallReport,
   tools: UvTools,
   pinned: boolean,
+  granted: readonly string[],
 ): Error {
   const said = report.npmSaid(12).join('\n');
   const changed = pinned ? hashMismatch(said) : undefined;
@@ -516,8 +518,18 @@ function uvFailure(
     );
   }
   const python = pythonNeeded(said, tools.pythonVersion);
-  const lines = [`${what} ${parsed.requirement} failed (uv exited ${status.code ?? status.signal})`];
-  if (python) lines.push(`cause: ${python}`);
+  const cause = python ?? uvCause(said);
+  const lines = [
+    `${what} ${parsed.requirement} failed${cause ? `: ${cause}` : ''} (uv exited ${status.code ?? status.signal})`,
+  ];
+  // Hosts the build tried and was refused, less those granted already (the index, --install-allow-net).
+  const { grants } = report.hosts(granted);
+  if (grants.length > 0) {
+    lines.push(
+      `the install tried hosts it may not reach: ${grants.join(', ')}; if the build needs them, ` +
+        `start with ${grants.map((grant) => `--install-allow-net ${grant}`).join(' ')}`,
+    );
+  }
   if (said) lines.push('uv said:', ...said.split('\n').map((line) => `  ${line}`));
   const need = pythonRequirement(said);
   if (need) return new PythonTooOldError(lines.join('\n'), status.code, need);

@@ -47,3 +47,27 @@ export function hashMismatch(output: string): string | undefined {
   const what = match[1]!.replace(/[^\x20-\x7e]/g, '?');
   return computed ? `${what} (the index now serves sha256 ${computed.slice(7)})` : what;
 }
+
+/**
+ * uv's own reason for a failed step, in one line: the index's HTTP status, a resolution with no
+ * solution, or a source distribution whose build failed. Built from uv's output (which build
+ * code can print into): bounded, printable ASCII only. Undefined when none of these is said.
+ */
+export function uvCause(output: string): string | undefined {
+  const clean = (text: string, max = 200) => text.replace(/[^\x20-\x7e]/g, '?').slice(0, max);
+  const status =
+    /HTTP status (?:client|server) error \((\d{3})[^)\n]{0,60}\) for url \(([^)\s]{1,300})\)/.exec(output);
+  if (status) return `the index answered HTTP ${status[1]} for ${clean(status[2] ?? '')}`;
+  const index = /An index \(([^)\s]{1,300})\) returned an? (\d{3})\b/.exec(output);
+  if (index) return `the index ${clean(index[1] ?? '')} answered HTTP ${index[2]}`;
+  if (/No solution found when resolving/.test(output)) {
+    const because = /(Because [^\n]{1,400})/.exec(output)?.[1];
+    return `no set of versions satisfies it${because ? `: ${clean(because, 400)}` : ''}`;
+  }
+  const build = /Failed to build `([^`\n]{1,200})`/.exec(output);
+  if (build)
+    return `building ${clean(build[1] ?? '')} from its source distribution failed (its output is below)`;
+  const fetch = /Failed to (?:fetch|download)[^\n]{0,40}`([^`\n]{1,300})`/.exec(output);
+  if (fetch) return `uv could not fetch ${clean(fetch[1] ?? '')}`;
+  return undefined;
+}

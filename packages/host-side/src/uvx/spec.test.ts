@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashMismatch, parseCompiled, requirementsText } from './resolved.js';
+import { hashMismatch, parseCompiled, requirementsText, uvCause } from './resolved.js';
 import { isUvxCommand, parseUvxCommand } from './spec.js';
 import { pythonNeeded } from './tools.js';
 
@@ -76,5 +76,23 @@ describe('resolved sets', () => {
     expect(pythonNeeded('Because x==1 requires Python >=3.13 and you require x==1', '3.11.2')).toMatch(
       /needs Python >=3\.13, and the host's Python is 3\.11\.2 .*; install one \(uv python install 3\.13\), then start again/,
     );
+  });
+
+  it("reads uv's own cause: an HTTP status, no solution, a failed build; escapes what build code printed", () => {
+    expect(
+      uvCause(
+        'error: Failed to fetch\n  Caused by: HTTP status client error (404 Not Found) for url (https://i.example/simple/x/)',
+      ),
+    ).toBe('the index answered HTTP 404 for https://i.example/simple/x/');
+    expect(uvCause('hint: An index (http://10.0.0.1/simple) returned a 403 Forbidden error.')).toBe(
+      'the index http://10.0.0.1/simple answered HTTP 403',
+    );
+    expect(
+      uvCause('  × No solution found when resolving dependencies:\n  ╰─▶ Because x==2 was not found, …'),
+    ).toMatch(/^no set of versions satisfies it: Because x==2 was not found, \?$/);
+    expect(uvCause('error: Failed to build `evil\u001b[2J @ file`\n')).toBe(
+      'building evil?[2J @ file from its source distribution failed (its output is below)',
+    );
+    expect(uvCause('something else')).toBeUndefined();
   });
 });
