@@ -27,6 +27,7 @@ import {
   writePlan,
 } from '../config/operations.js';
 import { keepsStateOfItsOwn, pathMountsFor, type RefusedPath } from '../config/path-mounts.js';
+import { pythonStartNotes } from '../config/python-runner.js';
 import { judgeRunWords } from '../config/run-verdict.js';
 import { ourCommand, type ServerEntry } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
@@ -221,7 +222,7 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const fromPaths = found.mounts
     .filter((m) => !mounted.has(m.path))
     .map((m) => `${m.path}:${m.path}:${m.mode}`);
-  const notes: string[] = [];
+  const notes: string[] = pythonStartNotes(server);
   if (!state.length && !runArgs.includes('--state') && keepsStateOfItsOwn(server)) {
     notes.push(
       "its data (kept in its home) will not persist across sessions; wrap --update --keep-state keeps it under the entry's name",
