@@ -45,6 +45,7 @@ export type {
   DoctorHost,
   DoctorSetup,
   ExecResult,
+  ProgramCandidate,
 } from './doctor/types.js';
 export type {
   CliIo,
