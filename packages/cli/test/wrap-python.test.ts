@@ -165,3 +165,34 @@ describe('a project config with hostile uvx entries (the repository author wrote
     expect(listed.stdout).not.toContain('hunter2');
   });
 });
+
+describe('wrap for a backend that refuses Python servers', () => {
+  it('e2b (uvx) and vm (any Python start) get a note naming --backend local; local none', async () => {
+    h = sandboxHome();
+    const file = join(h.home, '.config', 'Claude', 'claude_desktop_config.json');
+    h.put(
+      file,
+      `${JSON.stringify({
+        mcpServers: {
+          time: { command: 'uvx', args: ['mcp-server-time'] },
+          pipx: { command: 'pipx', args: ['run', 'mcp-server-time'] },
+        },
+      })}\n`,
+    );
+    const e2b = await h.run(['wrap', '--client', 'claude-desktop', '--all', '--dry-run', '--backend', 'e2b']);
+    expect(e2b.stderr).toContain(
+      'warning: time: the e2b backend refuses uvx servers, so the wrapped entry will not start; wrap it with --backend local',
+    );
+    expect(e2b.stderr).not.toContain('pipx: the e2b backend refuses');
+    const local = await h.run([
+      'wrap',
+      '--client',
+      'claude-desktop',
+      '--all',
+      '--dry-run',
+      '--backend',
+      'local',
+    ]);
+    expect(local.stderr).not.toContain('backend refuses');
+  });
+});

@@ -27,7 +27,7 @@ import {
   writePlan,
 } from '../config/operations.js';
 import { keepsStateOfItsOwn, pathMountsFor, type RefusedPath } from '../config/path-mounts.js';
-import { pythonStartNotes } from '../config/python-runner.js';
+import { pythonBackendNote, pythonStartNotes } from '../config/python-runner.js';
 import { judgeRunWords } from '../config/run-verdict.js';
 import { ourCommand, type ServerEntry } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
@@ -340,7 +340,9 @@ async function wrapAction(
         keepState,
         rewrap,
       });
-      details.set(labelOf(entry), wrapped);
+      const server = rewrap ? (ourCommand(entry)?.server ?? []) : [entry.command ?? '', ...entry.args];
+      const refusal = pythonBackendNote(server, flags.backend);
+      details.set(labelOf(entry), refusal ? { ...wrapped, notes: [...wrapped.notes, refusal] } : wrapped);
       return wrapped;
     },
     { update: flags.update ?? false },

@@ -132,3 +132,13 @@ export function pythonStartNotes(argv: readonly string[]): string[] {
     `pipx run installs ${pkg} inside the sandbox at every start, which needs --allow-net pypi.org --allow-net files.pythonhosted.org for the server's whole session; uvx ${pkg} gets mcp-sandbox's install step instead (installed once with only the index reachable, pinned, then no network). wrap does not rewrite it: pip and uv resolve and configure (pip.conf, PIP_INDEX_URL) differently, so uvx is not the same start`,
   ];
 }
+
+/** Why the backend an entry is wrapped for will refuse its Python start (e2b: uvx; vm: any), or undefined. */
+export function pythonBackendNote(argv: readonly string[], backend: string): string | undefined {
+  const start = pythonStart(argv);
+  if (!start || start.refused) return undefined;
+  if (backend === 'vm' || (backend === 'e2b' && start.runner !== 'pipx run')) {
+    return `the ${backend} backend refuses ${start.runner} servers, so the wrapped entry will not start; wrap it with --backend local`;
+  }
+  return undefined;
+}
