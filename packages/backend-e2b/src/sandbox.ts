@@ -24,6 +24,7 @@ import { type E2BProcess, startProcess } from './process.js';
 import { OutputRelay } from './relay.js';
 import { shellQuote } from './shell.js';
 import { oneLine } from './text.js';
+import { isUvxStart, uvxRefusal } from './uvx.js';
 
 export interface SandboxSettings {
   readonly logger: Logger;
@@ -127,6 +128,7 @@ export class E2BSandbox implements Sandbox {
   async prepare(command: readonly string[], options: PrepareOptions): Promise<readonly string[]> {
     const npx = parseNpx(command);
     this.#assertOpen();
+    if (isUvxStart(command)) throw uvxRefusal();
     if (!npx) {
       await this.#copyMounts();
       return command;

@@ -24,6 +24,7 @@ export {
 export { ConfigFileError } from './config/files.js';
 export { JsonSyntaxError } from './config/jsonc.js';
 export type { Launcher, SelfBinary } from './config/launcher.js';
+export { type PythonStart, pythonStart } from './config/python-runner.js';
 export { parseWrapped, type WrappedCommand } from './config/servers.js';
 export {
   backendProbeFrom,
@@ -45,6 +46,7 @@ export type {
   DoctorHost,
   DoctorSetup,
   ExecResult,
+  ProgramCandidate,
 } from './doctor/types.js';
 export type {
   CliIo,

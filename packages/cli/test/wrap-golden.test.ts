@@ -23,6 +23,11 @@ const CASES: readonly Case[] = [
     path: (h) => join(h.home, '.config', 'Claude', 'claude_desktop_config.json'),
   },
   {
+    fixture: 'claude-desktop-python',
+    client: 'claude-desktop',
+    path: (h) => join(h.home, '.config', 'Claude', 'claude_desktop_config.json'),
+  },
+  {
     fixture: 'claude-code-user',
     client: 'claude-code',
     path: (h) => join(h.home, '.claude.json'),

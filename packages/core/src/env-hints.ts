@@ -52,6 +52,24 @@ export function hintableNames(withheld: readonly string[]): string[] {
 const MAX_SCANNED_TEXT = 64 * 1024;
 /** Content items of a failed tool result searched. */
 const MAX_SCANNED_ITEMS = 16;
+/** A stderr line longer than this is no field name of pydantic's (only its end is kept, to find the line's end). */
+const MAX_FIELD_LINE = 256;
+/** pydantic's validation error: the field's name on a line of its own, then this line. */
+const FIELD_REQUIRED = /^\s*Field required \[type=missing\b/;
+const FIELD_NAME = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*$/;
+
+/**
+ * The withheld name a pydantic-settings field stands for: the one equal to it whatever the case
+ * (pydantic-settings reads variables case-insensitively), else the one ending in `_<FIELD>` (an
+ * `env_prefix`). Two candidates are a guess that could send the wrong secret in: none then.
+ */
+export function fieldVariable(field: string, names: ReadonlySet<string>): string | undefined {
+  const upper = field.toUpperCase();
+  const same = [...names].filter((name) => name.toUpperCase() === upper);
+  if (same.length > 0) return same.length === 1 ? same[0] : undefined;
+  const prefixed = [...names].filter((name) => name.toUpperCase().endsWith(`_${upper}`));
+  return prefixed.length === 1 ? prefixed[0] : undefined;
+}
 
 /**
  * Says once per name, on stderr and in the trace (`env-hint`), when the server names a host
@@ -69,6 +87,9 @@ export class WithheldEnvHints {
   #pending: string[] = [];
   /** Identifier characters at the end of the last chunk, capped past the longest name. */
   #tail = '';
+  /** The stderr line not yet ended (capped), and the last whole line: for pydantic's field lines. */
+  #partial = '';
+  #previous = '';
 
   constructor(withheld: readonly string[], logger: Logger, trace?: TraceSink) {
     this.#names = new Set(hintableNames(withheld));
@@ -92,6 +113,7 @@ export class WithheldEnvHints {
     // An identifier longer than every name can match none, whatever follows: keep it that long.
     this.#tail = joined.slice(cut, cut + this.#maxLength + 1);
     this.#search(joined.slice(0, cut), this.#pending);
+    this.#feedLines(text);
     if (bytes[bytes.length - 1] === 0x0a) this.#sayPending();
   }
 
@@ -99,6 +121,7 @@ export class WithheldEnvHints {
   line(text: string): void {
     if (!this.#listening()) return;
     this.#search(text, this.#pending);
+    this.#wholeLine(text.slice(-MAX_FIELD_LINE), this.#pending);
     this.#sayPending();
   }
 
@@ -119,13 +142,13 @@ export class WithheldEnvHints {
     const { error, result } = value as { error?: unknown; result?: unknown };
     if (typeof error === 'object' && error !== null) {
       const { message } = error as { message?: unknown };
-      if (typeof message === 'string') this.#search(message.slice(0, MAX_SCANNED_TEXT), found);
+      if (typeof message === 'string') this.#searchText(message.slice(0, MAX_SCANNED_TEXT), found);
     } else if (typeof result === 'object' && result !== null) {
       const { isError, content } = result as { isError?: unknown; content?: unknown };
       if (isError !== true || !Array.isArray(content)) return;
       for (const item of content.slice(0, MAX_SCANNED_ITEMS)) {
         const text = (item as { text?: unknown } | null)?.text;
-        if (typeof text === 'string') this.#search(text.slice(0, MAX_SCANNED_TEXT), found);
+        if (typeof text === 'string') this.#searchText(text.slice(0, MAX_SCANNED_TEXT), found);
       }
     }
     for (const name of found) this.#say(name);
@@ -141,6 +164,41 @@ export class WithheldEnvHints {
       const name = match[0];
       if (this.#names.has(name) && !this.#said.has(name) && !into.includes(name)) into.push(name);
     }
+  }
+
+  /** A whole text (an error message, a tool result): its names, and pydantic's field lines. */
+  #searchText(text: string, into: string[]): void {
+    this.#search(text, into);
+    let previous = '';
+    for (const line of text.split('\n')) {
+      this.#fieldLine(previous, line, into);
+      previous = line.length > MAX_FIELD_LINE ? '' : line;
+    }
+  }
+
+  /** Stderr text as it comes: each line it ends is looked at with the one before it. */
+  #feedLines(text: string): void {
+    let start = 0;
+    for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
+      this.#wholeLine(this.#partial + text.slice(start, end), this.#pending);
+      this.#partial = '';
+      start = end + 1;
+    }
+    // A long unfinished line: its start is kept (a field name is short), marked too long by its size.
+    this.#partial = (this.#partial + text.slice(start)).slice(0, MAX_FIELD_LINE + 1);
+  }
+
+  #wholeLine(line: string, into: string[]): void {
+    const text = line.endsWith('\r') ? line.slice(0, -1) : line;
+    this.#fieldLine(this.#previous, text, into);
+    this.#previous = text.length > MAX_FIELD_LINE ? '' : text;
+  }
+
+  #fieldLine(previous: string, line: string, into: string[]): void {
+    if (!FIELD_REQUIRED.test(line)) return;
+    const field = FIELD_NAME.exec(previous)?.[1];
+    const name = field === undefined ? undefined : fieldVariable(field, this.#names);
+    if (name !== undefined && !this.#said.has(name) && !into.includes(name)) into.push(name);
   }
 
   #sayPending(): void {

@@ -90,6 +90,24 @@ export function createVmBackend(options: VmBackendOptions = {}): SandboxBackend 
 /** The loader's entry point (`--backend @mcpsandbox/vm-sandbox`). */
 export const createBackend = createVmBackend;
 
+/** A runner or interpreter of Python, or a `.py` file: never an app this backend can run. */
+function isPythonStart(target: string, args: readonly string[]): boolean {
+  const name = basename(target.replace(/\\/g, '/'));
+  return (
+    name === 'uvx' ||
+    name === 'pipx' ||
+    (name === 'uv' && args[0] === 'tool' && args[1] === 'run') ||
+    /^python(\d+(\.\d+)?)?$/.test(name) ||
+    /\.py$/.test(name)
+  );
+}
+
+function pythonRefusal(): UsageError {
+  return new UsageError(
+    'the vm backend runs JavaScript apps; a Python server (uvx, uv tool run, pipx run, python) runs with --backend local, an OS sandbox that gives uvx an install step of its own',
+  );
+}
+
 function isolationSetting(value: string | undefined): Isolation {
   if (value === undefined || value === 'process') return 'process';
   if (value === 'in-process-trusted') return value;
@@ -138,6 +156,7 @@ class VmSandbox implements Sandbox {
     }
     const target = args.shift();
     if (target === undefined) throw new UsageError('vm backend: exec needs an app file');
+    if (isPythonStart(target, args)) throw pythonRefusal();
     let code: string;
     if (target === VM_PROBE_COMMAND) {
       raw = true;

@@ -9,7 +9,7 @@ export const DOCTOR_UNUSABLE_EXIT = 1;
 
 export async function doctorAction(options: CliOptions): Promise<number> {
   const setup = (typeof options.doctor === 'function' ? await options.doctor() : options.doctor) ?? {};
-  const host = setup.host ?? createSystemDoctorHost({ env: options.io.env });
+  const host = setup.host ?? createSystemDoctorHost({ env: options.io.env, cwd: options.io.cwd });
   const installCache = options.installCache;
   const checks = installCache
     ? [...(setup.checks ?? standardChecks(host)), sandboxInstallCacheCheck(installCache)]

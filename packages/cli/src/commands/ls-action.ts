@@ -2,6 +2,7 @@ import { createStderrLogger, escapeControls, jsonForTerminal } from '@mcpsandbox
 import { CLIENT_IDS, CLIENTS, type ClientId, isClientId, locateConfig } from '../config/clients.js';
 import { ConfigFileError } from '../config/files.js';
 import { displayPath, type LoadedConfig, loadConfig } from '../config/operations.js';
+import { pythonStartNotes } from '../config/python-runner.js';
 import type { ServerEntry } from '../config/servers.js';
 import type { CliOptions } from '../options.js';
 import { CONFIG_ERROR_EXIT, locateContext, reportConfigError, verdictContext } from './config-context.js';
@@ -36,6 +37,8 @@ export interface ListedServer {
   readonly weakenedBy?: readonly string[];
   /** What a sandboxed entry lets its server do on the host (rw mounts, network grants), in words. */
   readonly grants?: readonly string[];
+  /** What a sandboxed Python entry does not do as expected (run refuses it, pipx installs at each start). */
+  readonly notes?: readonly string[];
   /** The command line the server runs (inside the sandbox when wrapped), or its URL. */
   readonly target: string;
 }
@@ -65,6 +68,7 @@ function describe(entry: ServerEntry): ListedServer {
   if (entry.kind === 'wrapped' && entry.wrapped) {
     const { verdict } = entry.wrapped;
     const withheld = withheldEnv(entry.envKeys, entry.wrapped.runArgs);
+    const notes = pythonStartNotes(entry.wrapped.server);
     return {
       ...base,
       sandboxed: true,
@@ -73,6 +77,7 @@ function describe(entry: ServerEntry): ListedServer {
       backend: verdict.backend,
       backendIsDefault: verdict.backendIsDefault,
       ...(verdict.grants.length > 0 ? { grants: verdict.grants.map(maskSecrets) } : {}),
+      ...(notes.length > 0 ? { notes } : {}),
       target: line(entry.wrapped.server),
     };
   }
@@ -177,6 +182,7 @@ export function formatList(listed: readonly ListedConfig[], home: string | undef
       const indent = `  ${' '.repeat(width)}  `;
       for (const reason of s.weakenedBy ?? []) lines.push(`${indent}✗ ${reason}`);
       if (s.grants) lines.push(`${indent}⚠ ${s.grants.join('; ')}`);
+      for (const note of s.notes ?? []) lines.push(`${indent}⚠ ${note}`);
       if (s.withheldEnv) {
         lines.push(
           `  ${' '.repeat(width)}  ⚠ env ${s.withheldEnv.join(', ')}: not passed into the sandbox, the server will not see it (wrap --update --server <name> passes each)`,

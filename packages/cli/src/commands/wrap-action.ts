@@ -27,6 +27,7 @@ import {
   writePlan,
 } from '../config/operations.js';
 import { keepsStateOfItsOwn, pathMountsFor, type RefusedPath } from '../config/path-mounts.js';
+import { pythonBackendNote, pythonStartNotes } from '../config/python-runner.js';
 import { judgeRunWords } from '../config/run-verdict.js';
 import { ourCommand, type ServerEntry } from '../config/servers.js';
 import { parseFs } from '../fs-copy.js';
@@ -221,7 +222,7 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const fromPaths = found.mounts
     .filter((m) => !mounted.has(m.path))
     .map((m) => `${m.path}:${m.path}:${m.mode}`);
-  const notes: string[] = [];
+  const notes: string[] = pythonStartNotes(server);
   if (!state.length && !runArgs.includes('--state') && keepsStateOfItsOwn(server)) {
     notes.push(
       "its data (kept in its home) will not persist across sessions; wrap --update --keep-state keeps it under the entry's name",
@@ -339,7 +340,9 @@ async function wrapAction(
         keepState,
         rewrap,
       });
-      details.set(labelOf(entry), wrapped);
+      const server = rewrap ? (ourCommand(entry)?.server ?? []) : [entry.command ?? '', ...entry.args];
+      const refusal = pythonBackendNote(server, flags.backend);
+      details.set(labelOf(entry), refusal ? { ...wrapped, notes: [...wrapped.notes, refusal] } : wrapped);
       return wrapped;
     },
     { update: flags.update ?? false },

@@ -1,5 +1,6 @@
 import { realpathSync, statSync } from 'node:fs';
 import { posix } from 'node:path';
+import { pythonStart } from './python-runner.js';
 
 /** Packages that write under the paths they are given: their path arguments are mounted read-write. */
 const WRITING_SERVERS: readonly RegExp[] = [
@@ -7,8 +8,23 @@ const WRITING_SERVERS: readonly RegExp[] = [
   /^mcp-server-filesystem(@[^/]+)?$/,
 ];
 
+/**
+ * The same, for PyPI packages (PEP 503 names, as a uvx, `uv tool run` or `pipx run` entry starts
+ * them), each checked in the published wheel: mcp-server-git commits, checks out and resets in its
+ * `--repository` (mcp_server_git/server.py: git_commit, git_add, git_checkout, git_reset);
+ * mcp-server-sqlite creates and writes `--db-path` (mcp_server_sqlite/server.py: sqlite3.connect).
+ */
+const WRITING_PYTHON_SERVERS: ReadonlySet<string> = new Set(['mcp-server-git', 'mcp-server-sqlite']);
+
 /** Packages that keep data of their own in the sandbox's home, which ends with the session. */
 const STATEFUL_SERVERS: readonly RegExp[] = [/^@modelcontextprotocol\/server-memory(@[^/]+)?$/];
+
+/**
+ * The same, for PyPI packages: mcp-memory-service keeps its database in ~/.local/share/mcp-memory
+ * on Linux (mcp_memory_service/config/base.py: get_base_directory), mcp-atlassian its OAuth tokens
+ * in ~/.mcp-atlassian (mcp_atlassian/utils/oauth.py).
+ */
+const STATEFUL_PYTHON_SERVERS: ReadonlySet<string> = new Set(['mcp-memory-service', 'mcp-atlassian']);
 
 /** Interpreters whose first argument is the server's own code: `run` makes that visible itself. */
 const INTERPRETERS = new Set(['node', 'nodejs', 'deno', 'bun', 'tsx', 'ts-node', 'python', 'python3']);
@@ -60,11 +76,15 @@ export function serverProgram(argv: readonly string[]): string | undefined {
 }
 
 export function isKnownWriter(argv: readonly string[]): boolean {
+  const python = pythonStart(argv);
+  if (python) return python.pkg !== undefined && WRITING_PYTHON_SERVERS.has(python.pkg);
   const program = serverProgram(argv);
   return program !== undefined && WRITING_SERVERS.some((re) => re.test(program));
 }
 
 export function keepsStateOfItsOwn(argv: readonly string[]): boolean {
+  const python = pythonStart(argv);
+  if (python) return python.pkg !== undefined && STATEFUL_PYTHON_SERVERS.has(python.pkg);
   const program = serverProgram(argv);
   return program !== undefined && STATEFUL_SERVERS.some((re) => re.test(program));
 }

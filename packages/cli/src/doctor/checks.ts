@@ -2,6 +2,7 @@ import { posix, win32 } from 'node:path';
 import { isSandboxError } from '@mcpsandbox/core';
 import type { InstallCacheView } from '../options.js';
 import { parseWslList } from '../wsl.js';
+import { type FoundUv, pythonCheck, uvCacheDir, uvCheck, uvLocator } from './python.js';
 import type { BackendProbe, BackendStatus, CheckResult, DoctorCheck, DoctorHost } from './types.js';
 
 /** mcp-sandbox's own floor (package.json engines). */
@@ -280,22 +281,9 @@ export function sandboxInstallCacheCheck(source: () => Promise<InstallCacheView 
   });
 }
 
-export function uvCacheCheck(host: DoctorHost): DoctorCheck {
-  return check('uv-cache', async () => {
-    const path = pathApi(host);
-    let dir = host.env.UV_CACHE_DIR;
-    if (!dir) {
-      const run = await host.exec('uv', ['cache', 'dir']);
-      if (run.started && run.code === 0) dir = run.stdout.trim();
-    }
-    if (!dir) {
-      dir =
-        host.platform === 'win32'
-          ? path.join(host.env.LOCALAPPDATA ?? path.join(homeOf(host), 'AppData', 'Local'), 'uv', 'cache')
-          : path.join(host.env.XDG_CACHE_HOME || path.join(homeOf(host), '.cache'), 'uv');
-    }
-    return cacheLine(host, 'uvx cache', dir, 'entries');
-  });
+/** The user's uv cache, where uv itself says (asked as `uvLocator` allows) and its size. */
+export function uvCacheCheck(host: DoctorHost, find: () => Promise<FoundUv> = uvLocator(host)): DoctorCheck {
+  return check('uv-cache', async () => cacheLine(host, 'uvx cache', await uvCacheDir(host, find), 'entries'));
 }
 
 export function e2bKeyCheck(host: DoctorHost): DoctorCheck {
@@ -311,6 +299,12 @@ export function e2bKeyCheck(host: DoctorHost): DoctorCheck {
   );
 }
 
+/** uv, the Pythons uvx servers can use, and the uv cache: one look for uv shared by the three. */
+export function pythonChecks(host: DoctorHost): DoctorCheck[] {
+  const find = uvLocator(host);
+  return [uvCheck(find), pythonCheck(host, find), uvCacheCheck(host, find)];
+}
+
 /** The checks doctor runs by default, in order. */
 export function standardChecks(host: DoctorHost): DoctorCheck[] {
   return [
@@ -320,7 +314,7 @@ export function standardChecks(host: DoctorHost): DoctorCheck[] {
     seccompCheck(host),
     ...(host.platform === 'win32' ? [wslCheck(host)] : []),
     npxCacheCheck(host),
-    uvCacheCheck(host),
+    ...pythonChecks(host),
     e2bKeyCheck(host),
   ];
 }

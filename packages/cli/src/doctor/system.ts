@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { platform as osPlatform } from 'node:os';
 import { join } from 'node:path';
+import { programCandidate, programsOnPath } from './programs.js';
 import type { DoctorHost, ExecResult } from './types.js';
 
 export interface SystemHostOptions {
@@ -13,6 +14,8 @@ export interface SystemHostOptions {
   readonly platform?: string;
   /** Per program run; a probe that hangs is reported as a failure. Default 10 s. */
   readonly timeoutMs?: number;
+  /** The working folder (a server's rw mount may be it): default this process's. */
+  readonly cwd?: string;
 }
 
 /** The real machine. */
@@ -25,12 +28,19 @@ export function createSystemDoctorHost(options: SystemHostOptions): DoctorHost {
     platform: options.platform ?? osPlatform(),
     ...(options.nodeVersion ? { nodeVersion: options.nodeVersion } : {}),
     env: options.env,
-    exec: (file, args) =>
+    exec: (file, args, runOptions) =>
       new Promise<ExecResult>((resolve) => {
         execFile(
           file,
           [...args],
-          { env, timeout, killSignal: 'SIGKILL', maxBuffer: 1 << 20, windowsHide: true },
+          {
+            env,
+            timeout,
+            killSignal: 'SIGKILL',
+            maxBuffer: 1 << 20,
+            windowsHide: true,
+            ...(runOptions?.cwd !== undefined ? { cwd: runOptions.cwd } : {}),
+          },
           (error, stdout, stderr) => {
             const code = (error as (NodeJS.ErrnoException & { code?: unknown }) | null)?.code;
             if (error && typeof code === 'string') {
@@ -42,6 +52,9 @@ export function createSystemDoctorHost(options: SystemHostOptions): DoctorHost {
           },
         );
       }),
+    programs: async (name) => programsOnPath(name, env.PATH ?? '', options.cwd ?? process.cwd()),
+    fileFacts: async (path) => programCandidate(path, path, options.cwd ?? process.cwd()),
+    listDir: (path) => readdir(path).catch(() => undefined),
     readText: (path) => readFile(path, 'utf8').catch(() => undefined),
     folderSize: async (path) => {
       let entries: string[];

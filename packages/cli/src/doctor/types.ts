@@ -36,6 +36,21 @@ export interface ExecResult {
   readonly stderr: string;
 }
 
+/** A file a program name was found as on PATH, and what doctor needs to know before running it. */
+export interface ProgramCandidate {
+  /** As found: the PATH entry joined with the name (relative when the entry is). */
+  readonly path: string;
+  /** Its real path (links resolved). */
+  readonly real: string;
+  /** A native executable (ELF, Mach-O), not a script such as a version manager's shim. */
+  readonly native: boolean;
+  /**
+   * Why a sandbox could have written it (a relative PATH entry, the working folder a server may
+   * have mounted read-write, a folder anyone may write); unset when none could. Never run then.
+   */
+  readonly writable?: string;
+}
+
 /**
  * Everything the standard checks read of the machine, so that tests can fake any machine: a
  * Ubuntu 24.04 with AppArmor's user-namespace restriction, a Mac, a box without bubblewrap.
@@ -46,8 +61,14 @@ export interface DoctorHost {
   /** The Node.js running mcp-sandbox, e.g. '20.19.1'; undefined if not known. */
   readonly nodeVersion?: string;
   readonly env: Readonly<Record<string, string | undefined>>;
-  /** Runs a program found on PATH, with a time limit. */
-  exec(file: string, args: readonly string[]): Promise<ExecResult>;
+  /** Runs a program found on PATH (or by its path), with a time limit; from `cwd` when given. */
+  exec(file: string, args: readonly string[], options?: { readonly cwd?: string }): Promise<ExecResult>;
+  /** Every file `name` is found as on PATH, in PATH order; unset: doctor runs no uv or Python. */
+  programs?(name: string): Promise<readonly ProgramCandidate[]>;
+  /** The same facts for a file by its absolute path (one a program printed), or undefined. */
+  fileFacts?(path: string): Promise<ProgramCandidate | undefined>;
+  /** The names in a folder, or undefined if it cannot be read. */
+  listDir?(path: string): Promise<readonly string[] | undefined>;
   /** A file's text, or undefined if it cannot be read. */
   readText(path: string): Promise<string | undefined>;
   /** Total size in bytes and number of direct entries of a folder, or undefined if it does not exist. */
