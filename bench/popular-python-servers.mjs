@@ -48,6 +48,7 @@ const SERVERS = [
     needs: '--mount <repo> (ro to read; rw to commit)',
   },
   {
+    // Broken on PyPI today, direct as sandboxed: its unpinned `mcp` resolves to 2.x.
     name: 'sqlite',
     args: ['mcp-server-sqlite==2025.4.25', '--db-path', '{dir}/survey.db'],
     mount: 'rw',
@@ -70,6 +71,7 @@ const SERVERS = [
     needs: '--env JIRA_URL, JIRA_USERNAME, JIRA_API_TOKEN; --allow-net <site>.atlassian.net (calls)',
   },
   {
+    // Downloads its embedding model from Hugging Face at start: unreachable here, either way.
     name: 'qdrant',
     args: ['mcp-server-qdrant==0.8.1'],
     env: { QDRANT_URL: 'http://127.0.0.1:6333', COLLECTION_NAME: 'survey' },
@@ -87,16 +89,44 @@ const SERVERS = [
     needs: '--allow-net html.duckduckgo.com (calls)',
   },
   {
+    // Broken on PyPI today, direct as sandboxed: `mcp` 2.x no longer brings httpx, which it imports.
     name: 'sentry',
     args: ['mcp-server-sentry==2025.1.14', '--auth-token', 'x'],
     needs: 'an auth token argument; --allow-net sentry.io (calls)',
   },
   {
     name: 'motherduck',
-    args: ['mcp-server-motherduck==1.1.0', '--db-path', ':memory:'],
+    args: ['mcp-server-motherduck==1.1.0', '--db-path', ':memory:', '--read-write'],
     needs: 'nothing for :memory: (--mount a .duckdb file, --allow-net for MotherDuck)',
   },
   { name: 'calculator', args: ['mcp-server-calculator==0.2.1'], needs: 'nothing' },
+  { name: 'blender', args: ['blender-mcp==2.0.0'], needs: 'a Blender add-on listening on loopback (calls)' },
+  {
+    name: 'clickhouse',
+    args: ['mcp-clickhouse==0.7.0'],
+    env: {
+      CLICKHOUSE_HOST: 'clickhouse.example.invalid',
+      CLICKHOUSE_USER: 'survey',
+      CLICKHOUSE_PASSWORD: 'x',
+    },
+    needs: '--env CLICKHOUSE_HOST, CLICKHOUSE_USER, CLICKHOUSE_PASSWORD; --allow-net <host> (calls)',
+  },
+  {
+    name: 'youtube-transcript',
+    args: ['mcp-youtube-transcript==0.3.5'],
+    needs: '--allow-net www.youtube.com (calls)',
+  },
+  {
+    name: 'aws-pricing',
+    args: ['awslabs.aws-pricing-mcp-server==1.1.1'],
+    env: { FASTMCP_LOG_LEVEL: 'ERROR', AWS_REGION: 'us-east-1' },
+    needs: '--env AWS_REGION and AWS credentials; --allow-net api.pricing.us-east-1.amazonaws.com (calls)',
+  },
+  {
+    name: 'tree-sitter',
+    args: ['mcp-server-tree-sitter==0.7.0'],
+    needs: '--mount <project> (calls)',
+  },
 ];
 
 const { values: flags } = parseArgs({
