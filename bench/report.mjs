@@ -2,6 +2,7 @@
 import { mb } from './lib/proc.mjs';
 import { serveTables, serveTargets } from './lib/serve-report.mjs';
 import { round } from './lib/stats.mjs';
+import { uvxTables, uvxTargets } from './lib/uvx-report.mjs';
 
 const dash = '—';
 
@@ -33,6 +34,7 @@ export function renderTables(results) {
   const { latency, throughput, bigMessage, coldStart, egress, memory, vmSandbox, skipped } = results;
   if (results.session) out.push(...sessionTable(results.session));
   if (results.npxFirst) out.push(...npxFirstTables(results.npxFirst));
+  if (results.uvx) out.push(...uvxTables(results.uvx));
   const skipRows = (width, section) =>
     Object.entries(skipped)
       .filter(([name]) => section[name] === undefined)
@@ -371,6 +373,7 @@ export function checkTargets(results) {
   const add = (status, name, detail) => lines.push({ status, name, detail });
   const { latency, throughput, coldStart, memory } = results;
   startTargets(results, add);
+  uvxTargets(results.uvx, add);
 
   const direct = latency?.direct?.p50Us;
   const bridged = latency?.none?.p50Us;

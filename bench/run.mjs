@@ -30,6 +30,7 @@ import { measureNpxFirstStarts } from './suites/npx-first.mjs';
 import { measureServe } from './suites/serve.mjs';
 import { measureSessions } from './suites/session.mjs';
 import { measureThroughput } from './suites/throughput.mjs';
+import { measureUvxStarts } from './suites/uvx.mjs';
 import { runVmSandboxBench } from './suites/vm-sandbox.mjs';
 
 const SUITES = [
@@ -42,6 +43,7 @@ const SUITES = [
   'egress',
   'serve',
   'npx-first',
+  'uvx',
   'vm-sandbox',
 ];
 
@@ -85,6 +87,7 @@ const settings = {
   session: quick ? { runs: 3 } : { runs: 10 },
   cold: quick ? { runs: 3, npxRuns: 2 } : { runs: 10, npxRuns: 5 },
   npxFirst: { runs: 1 },
+  uvx: quick ? { firstRuns: 1, warmRuns: 2 } : { firstRuns: 2, warmRuns: 3 },
   egress: quick ? { rounds: 10 } : { rounds: 50 },
   memory: quick ? { checkpoints: [2_000, 10_000] } : { checkpoints: [10_000, 100_000] },
   paused: { pauseSeconds: quick ? 2 : 5 },
@@ -379,6 +382,14 @@ if (wanted('npx-first') && !flags['no-npx']) {
     ['npx', '-y', NPX_PACKAGE, 'stdio'],
     { ...settings.npxFirst, cwd, deadlineMs: started + (BUDGET_SECONDS + 60) * 1000 },
   );
+}
+
+if (wanted('uvx')) {
+  log('uvx starts of a PyPI server: first (installed nowhere) and warm, direct uvx and local (interleaved)');
+  results.uvx = await measureUvxStarts(
+    { direct: targets.direct, local: targets.local },
+    { ...settings.uvx, deadlineMs: started + (BUDGET_SECONDS + 60) * 1000 },
+  ).catch((error) => ({ skipped: error.message }));
 }
 
 if (wanted('vm-sandbox')) {
