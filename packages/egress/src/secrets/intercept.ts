@@ -14,6 +14,7 @@ import { upstreamReply } from '../proxy-http.js';
 import type { SessionCa } from './ca.js';
 import { type RequestHead, readRequest } from './http1.js';
 import { revealingForms, substitute } from './substitute.js';
+import { StandInWatch } from './watch.js';
 
 export interface InterceptOptions {
   readonly host: HostName;
@@ -106,6 +107,15 @@ async function exchange(
   body: Buffer,
   o: InterceptOptions,
 ): Promise<boolean> {
+  if (!sniFits(tls, o)) {
+    o.onEvent({ type: 'secret-request-refused', host: o.host, reason: 'SNI is not the bound host' });
+    answer(
+      tls,
+      400,
+      'mcp-sandbox: request refused: the TLS server name must be the host this connection is for',
+    );
+    return false;
+  }
   const hosts = head.headers.filter(([name]) => name.toLowerCase() === 'host');
   const wanted = [o.host, `${o.host}:${o.port}`];
   if (hosts.length !== 1 || !wanted.includes(hosts[0]![1].toLowerCase())) {
@@ -136,6 +146,18 @@ async function exchange(
     headers.push('Content-Length', String(done.body.length));
   }
   return relay(tls, head.method, done.target, headers, done.body, o);
+}
+
+/**
+ * The TLS server name, when the client sent one, is the bound host: a name that says another
+ * host (or carries a stand-in, recorded as misuse) is two answers to "which host", refused.
+ */
+function sniFits(tls: TLSSocket, o: InterceptOptions): boolean {
+  const sni = tls.servername;
+  if (typeof sni !== 'string' || sni === '') return true;
+  if (sni.toLowerCase() === o.host) return true;
+  new StandInWatch(o.secrets, (event) => o.onEvent({ ...event, host: o.host })).check(sni, 'sni');
+  return false;
 }
 
 function relay(
