@@ -12,19 +12,16 @@
  * the trace. Values seen inside are reported as SHA-256 hashes, so that the bridge's redaction
  * of stderr cannot be what hides one.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseHostName } from '@mcpsandbox/core';
-import { SessionCa } from '@mcpsandbox/egress/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, waitFor } from './helpers.js';
+import { canUnshare, FIXTURES, inNamespace, makeUpstream, seenBy, type Upstream } from './secret-netns.js';
 
-const FIXTURES = new URL('fixtures/secret-wire/', import.meta.url).pathname.replace(/\/$/, '');
 const HOST = 'api.wire.test';
-const ADDRESS = '93.184.216.34';
 const REAL = 'ghp_WireRealValue0123456789abcdefREAL0001';
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 /** requests and httpx with every dependency, pinned (no resolver picks a version here). */
@@ -41,28 +38,13 @@ const PYPI = [
   'sniffio==1.3.1',
 ];
 
-const canUnshare =
-  process.getuid?.() === 0 && spawnSync('unshare', ['--net', '--mount', 'true']).status === 0;
 const dir = mkdtempSync(join(tmpdir(), 'mcpsandbox-secret-wire-'));
-chmodSync(dir, 0o755);
 const venv = join(dir, 'venv');
-const files = {
-  cert: join(dir, 'upstream.pem'),
-  key: join(dir, 'upstream.key'),
-  ca: join(dir, 'upstream-ca.pem'),
-  hosts: join(dir, 'hosts'),
-};
+let upstream: Upstream;
 
 beforeAll(async () => {
   if (!canUnshare) return;
-  const host = parseHostName(HOST);
-  if (host === undefined) throw new Error('bad test host');
-  const ca = await SessionCa.create([host]);
-  const leaf = await ca.leaf(host);
-  writeFileSync(files.cert, leaf.cert);
-  writeFileSync(files.key, leaf.key, { mode: 0o600 });
-  writeFileSync(files.ca, ca.pem);
-  writeFileSync(files.hosts, `127.0.0.1 localhost\n${ADDRESS} ${HOST}\n`);
+  upstream = await makeUpstream(dir, [HOST]);
   execFileSync('/usr/bin/python3', ['-m', 'venv', venv], { stdio: 'pipe' });
   execFileSync(join(venv, 'bin', 'pip'), ['install', '--quiet', '--no-deps', ...PYPI], {
     stdio: 'pipe',
@@ -71,16 +53,11 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Seen {
-  readonly url: string;
-  readonly authorization?: string;
-}
-
 interface WireRun {
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
-  readonly seen: readonly Seen[];
+  readonly seen: ReturnType<typeof seenBy>;
   readonly trace: string;
 }
 
@@ -93,19 +70,7 @@ async function wireRun(backend: 'local' | 'srt', how: '--secret' | '--env' = '--
   const seenFile = join(dir, `seen-${tag}.jsonl`);
   const ready = join(dir, `ready-${tag}`);
   const trace = join(dir, `trace-${tag}.jsonl`);
-  const args = [
-    '--net',
-    '--mount',
-    '--propagation',
-    'private',
-    join(FIXTURES, 'netns.sh'),
-    ADDRESS,
-    files.hosts,
-    files.cert,
-    files.key,
-    seenFile,
-    ready,
-    '--',
+  const run = inNamespace(upstream, seenFile, ready, [
     process.execPath,
     BIN,
     'run',
@@ -128,14 +93,14 @@ async function wireRun(backend: 'local' | 'srt', how: '--secret' | '--env' = '--
     venv,
     // srt has no transparent path, and Node 20's fetch and https honour no proxy variable.
     backend === 'local' ? 'transparent' : 'proxy',
-  ];
-  const child = spawn('unshare', args, {
+  ]);
+  const child = spawn(run.command, run.args, {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/',
       GH_TOKEN: REAL,
       // The bridge (not the sandbox) verifies the upstream against the test's CA.
-      NODE_EXTRA_CA_CERTS: files.ca,
+      NODE_EXTRA_CA_CERTS: upstream.ca,
     },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -155,12 +120,7 @@ async function wireRun(backend: 'local' | 'srt', how: '--secret' | '--env' = '--
     child.stdin.end();
   }
   const code = await closed;
-  const seen = existsSync(seenFile)
-    ? readFileSync(seenFile, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as Seen)
-    : [];
+  const seen = seenBy(seenFile);
   return { code, stdout, stderr, seen, trace: existsSync(trace) ? readFileSync(trace, 'utf8') : '' };
 }
 
