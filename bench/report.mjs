@@ -227,6 +227,27 @@ export function renderTables(results) {
         ),
         '',
       );
+    const secret = egress.secret;
+    if (secret?.skipped) out.push(`--secret: skipped: ${secret.skipped}`, '');
+    else if (secret)
+      out.push(
+        '`--secret`: the same request (transparent path) to a bound name, whose TLS ends on the host, ms (median)',
+        '',
+        table(
+          ['request', 'ms', 'rounds'],
+          [
+            [
+              'first to the bound name (leaf signed, host TLS to the upstream)',
+              fmt(secret.firstBoundMs, 2),
+              '1',
+            ],
+            ['bound name, new connection', fmt(secret.boundMs, 2), String(secret.rounds)],
+            ['granted name not bound, new connection', fmt(secret.unboundMs, 2), String(secret.rounds)],
+            ['added by the substitution', plus(secret.boundMs, secret.unboundMs, 'ms'), ''],
+          ],
+        ),
+        '',
+      );
   }
 
   if (vmSandbox) {

@@ -3,6 +3,9 @@
 // through the proxy (CONNECT), to a local HTTPS server. The backend's test hooks say the name has
 // a public address and connect that address to the local server, so the host's decision code
 // runs as in production and nothing leaves this machine. Rounds alternate between the paths.
+// `--secret`: in a second sandbox that binds a secret to one name, the first request to it (the
+// session's one leaf certificate signed, one more TLS handshake on the host) and then requests on
+// new connections to it against the same requests to a granted name that is not bound.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
@@ -15,6 +18,7 @@ import { ROOT } from '../lib/env.mjs';
 import { median, round } from '../lib/stats.mjs';
 
 const NAME = 'bench.egress.test';
+const BOUND = 'bound.egress.test';
 const PUBLIC = '93.184.216.34';
 
 const CLIENT = String.raw`
@@ -88,7 +92,7 @@ export async function measureEgress({ rounds }) {
       '-out',
       file('csr.pem'),
     );
-    writeFileSync(file('ext.cnf'), `subjectAltName=DNS:${NAME}\n`);
+    writeFileSync(file('ext.cnf'), `subjectAltName=DNS:${NAME},DNS:${BOUND}\n`);
     ssl(
       'x509',
       '-req',
@@ -117,8 +121,7 @@ export async function measureEgress({ rounds }) {
     const { createLocalBackend } = await import(
       pathToFileURL(require.resolve('@mcpsandbox/backend-local')).href
     );
-    const backend = createLocalBackend({
-      hostEnv: { ...process.env, NODE_EXTRA_CA_CERTS: file('ca.pem') },
+    const hooks = {
       resolve: async () => [PUBLIC],
       dial: (address, p) => {
         if (address === PUBLIC && p === 443) return connect({ host: '127.0.0.1', port, allowHalfOpen: true });
@@ -126,6 +129,10 @@ export async function measureEgress({ rounds }) {
         process.nextTick(() => refused.destroy(new Error('not the bench upstream')));
         return refused;
       },
+    };
+    const backend = createLocalBackend({
+      hostEnv: { ...process.env, NODE_EXTRA_CA_CERTS: file('ca.pem') },
+      ...hooks,
     });
     const box = await backend.create({
       sessionId: 'bench-egress',
@@ -150,7 +157,8 @@ export async function measureEgress({ rounds }) {
       if (!samples) return { skipped: err.trim() || 'no samples' };
       const t = round(median(samples.transparent), 2);
       const c = round(median(samples.connect), 2);
-      return { rounds, transparentMs: t, connectMs: c, addedMs: round(t - c, 2) };
+      const secret = await measureSecret(require, hooks, file('ca.pem'), rounds);
+      return { rounds, transparentMs: t, connectMs: c, addedMs: round(t - c, 2), secret };
     } finally {
       await box.close();
     }
@@ -159,5 +167,81 @@ export async function measureEgress({ rounds }) {
   } finally {
     server?.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const SECRET_CLIENT = String.raw`
+const https = require('node:https');
+const { performance } = require('node:perf_hooks');
+const [bound, unbound, rounds] = [process.argv[1], process.argv[2], Number(process.argv[3])];
+const headers = { authorization: 'Bearer ' + process.env.BENCH_TOKEN };
+const once = (host) => new Promise((done, fail) => {
+  const t = performance.now();
+  https.get({ host, path: '/', agent: false, headers }, (res) => {
+    res.resume();
+    res.on('end', () => done(performance.now() - t));
+  }).on('error', fail);
+});
+(async () => {
+  const first = await once(bound);
+  const samples = { bound: [], unbound: [] };
+  for (let i = 0; i < rounds + 3; i++) {
+    for (const [key, host] of [['bound', bound], ['unbound', unbound]]) {
+      const ms = await once(host);
+      if (i >= 3) samples[key].push(ms);
+    }
+  }
+  console.log(JSON.stringify({ first, ...samples }));
+})().catch((e) => { console.error(e.message); process.exit(1); });
+`;
+
+/** A sandbox with `--secret BENCH_TOKEN@bound…`: the first bound request, then bound vs unbound. */
+async function measureSecret(require, hooks, caFile, rounds) {
+  const { createLocalBackend } = await import(
+    pathToFileURL(require.resolve('@mcpsandbox/backend-local')).href
+  );
+  const { bindSecret, parseSecretFlag } = await import(
+    pathToFileURL(require.resolve('@mcpsandbox/core')).href
+  );
+  const secret = bindSecret(parseSecretFlag(`BENCH_TOKEN@${BOUND}`), {
+    BENCH_TOKEN: 'ghp_BenchValue0123456789abcdefghijklmnop',
+  });
+  const box = await createLocalBackend({
+    // Merged into the sandbox's trust beside the session CA: the unbound name's TLS is end to end.
+    hostEnv: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
+    ...hooks,
+    secretUpstreamCa: readFileSync(caFile, 'utf8'),
+  }).create({
+    sessionId: 'bench-secret',
+    env: { BENCH_TOKEN: secret.standIn },
+    ttlMs: 120_000,
+    network: { allow: [NAME, BOUND], secrets: [secret] },
+  });
+  try {
+    const proc = await box.exec(['node', '-e', SECRET_CLIENT, BOUND, NAME, String(rounds)]);
+    let out = '';
+    let err = '';
+    const read = async (stream, add) => {
+      for await (const chunk of stream) add(Buffer.from(chunk).toString());
+    };
+    await proc.closeStdin();
+    await Promise.all([
+      read(proc.stdout, (t) => (out += t)),
+      read(proc.stderr, (t) => (err += t)),
+      proc.exit,
+    ]);
+    const samples = JSON.parse(out.trim().split('\n').pop() || 'null');
+    if (!samples) return { skipped: err.trim() || 'no samples' };
+    const bound = round(median(samples.bound), 2);
+    const unbound = round(median(samples.unbound), 2);
+    return {
+      rounds,
+      firstBoundMs: round(samples.first, 2),
+      boundMs: bound,
+      unboundMs: unbound,
+      addedMs: round(bound - unbound, 2),
+    };
+  } finally {
+    await box.close();
   }
 }

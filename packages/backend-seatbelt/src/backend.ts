@@ -8,7 +8,7 @@ import {
   SPECIFICATION_VERSION,
   silentLogger,
 } from '@mcpsandbox/core';
-import { parseGrant } from '@mcpsandbox/egress';
+import { type Dialer, parseGrant, type Resolver } from '@mcpsandbox/egress';
 import {
   checkMountsSpareHostState,
   checkStateName,
@@ -44,6 +44,11 @@ export interface SeatbeltBackendOptions extends BackendFactoryOptions {
    * off macOS give another, to feed recorded log lines.
    */
   readonly denialSource?: (reporter: SeatbeltDenials, tag: string) => { kill(): void } | undefined;
+  /** Tests: trust for bound hosts' certificates under `--secret` (else this process's default trust). */
+  readonly secretUpstreamCa?: string;
+  /** Tests: the egress proxy's resolver and upstream dialer. */
+  readonly resolve?: Resolver;
+  readonly dial?: Dialer;
 }
 
 /** What the isolation line, `doctor` and `--require-isolation os` say this engine enforces. */
@@ -156,6 +161,10 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
           env: Object.fromEntries((trust?.entries ?? []).map((entry) => [entry.name, entry.value])),
           files: (trust?.entries ?? []).flatMap((entry) => entry.binds.map((bind) => bind.source)),
         },
+        forwardsHostTrust: tlsTrust,
+        ...(options.secretUpstreamCa ? { secretUpstreamCa: options.secretUpstreamCa } : {}),
+        ...(options.resolve ? { resolve: options.resolve } : {}),
+        ...(options.dial ? { dial: options.dial } : {}),
         sandboxExec: options.sandboxExec ?? '/usr/bin/sandbox-exec',
         closure: platform === 'darwin' ? otoolClosure : () => ({ dirs: [], links: [] }),
         watchLog: options.denialSource ?? (platform === 'darwin' ? watchDenials : () => undefined),

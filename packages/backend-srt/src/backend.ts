@@ -30,6 +30,8 @@ export interface SrtBackendOptions extends BackendFactoryOptions {
   readonly npmRegistry?: string;
   /** The OS to act for (default `process.platform`); tests of the refusals use it. */
   readonly platform?: NodeJS.Platform;
+  /** Tests: trust for bound hosts' certificates under `--secret` (else this process's default trust). */
+  readonly secretUpstreamCa?: string;
 }
 
 /**
@@ -94,7 +96,7 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
         trustEnv[entry.name] = entry.value;
         trustFiles.push(...entry.binds.map((bind) => bind.source));
       }
-      return new SrtSandbox({
+      const sandbox = new SrtSandbox({
         spec,
         engine,
         grants,
@@ -105,8 +107,17 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
         autoMount,
         npm,
         trust: { env: trustEnv, files: trustFiles },
+        forwardsHostTrust: tlsTrust,
+        ...(options.secretUpstreamCa ? { secretUpstreamCa: options.secretUpstreamCa } : {}),
         logger,
       });
+      try {
+        await sandbox.startSecrets();
+      } catch (error) {
+        await sandbox.close();
+        throw error;
+      }
+      return sandbox;
     },
   };
 }

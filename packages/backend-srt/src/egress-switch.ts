@@ -5,13 +5,21 @@ import {
   type SandboxEvent,
   SandboxFailureError,
 } from '@mcpsandbox/core';
-import { DenialReporter, EgressProxy, type NetGrant } from '@mcpsandbox/egress';
+import {
+  DenialReporter,
+  EgressProxy,
+  type NetGrant,
+  SecretReporter,
+  type SecretRouting,
+} from '@mcpsandbox/egress';
 
 /** Who the proxy serves now: one session's grants, its trace and its hints. */
 export interface EgressPolicy {
   readonly grants: readonly NetGrant[];
   readonly onEvent?: (event: SandboxEvent) => void;
   readonly logger: Logger;
+  /** `--secret` (the server's processes only): bound hosts' connections are substituted. */
+  readonly secrets?: SecretRouting;
 }
 
 /**
@@ -81,11 +89,19 @@ export class EgressSwitch {
     }
     this.#current?.proxy.close();
     const reporter = new DenialReporter(policy.onEvent, policy.logger);
+    const secretReporter = policy.secrets
+      ? new SecretReporter((line) => policy.logger.warn(line))
+      : undefined;
     const onEvent = (event: SandboxEvent) => {
       policy.onEvent?.(event);
       reporter.observe(event);
+      secretReporter?.observe(event);
     };
-    const proxy = new EgressProxy({ grants: policy.grants, onEvent });
+    const proxy = new EgressProxy({
+      grants: policy.grants,
+      onEvent,
+      ...(policy.secrets ? { secrets: policy.secrets } : {}),
+    });
     // A listener that never listens: it only hands this policy's proxy the switch's connections.
     const inbox = createServer();
     proxy.attach(inbox);

@@ -16,7 +16,8 @@ import {
   SandboxFailureError,
   type SandboxSpec,
 } from '@mcpsandbox/core';
-import { type NetGrant, parseGrant } from '@mcpsandbox/egress';
+import { type NetGrant, parseGrant, type SecretRouting } from '@mcpsandbox/egress';
+import type { SecretTrust } from '@mcpsandbox/egress/secrets';
 import {
   type Bind,
   commandBinds,
@@ -54,6 +55,10 @@ export interface SrtSandboxConfig {
   readonly npm: NpxCacheOptions;
   /** TLS trust variables that cross, and the files they name (read-only). */
   readonly trust: { readonly env: Readonly<Record<string, string>>; readonly files: readonly string[] };
+  /** `--secret`: the host's trust (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE) is merged into the session CA's files. */
+  readonly forwardsHostTrust: boolean;
+  /** Tests: trust for bound hosts' certificates under `--secret` (else this process's default trust). */
+  readonly secretUpstreamCa?: string;
   readonly logger: Logger;
 }
 
@@ -67,6 +72,8 @@ interface Spawn {
   readonly home: string;
   readonly cwd?: string;
   readonly onEvent?: (event: SandboxEvent) => void;
+  /** `--secret`: the server's processes only (never an install, copy or setup step). */
+  readonly secrets?: SecretRouting;
 }
 
 interface Live {
@@ -97,7 +104,9 @@ export class SrtSandbox implements Sandbox {
    * what is in them: the host resolves, stats and reads no path inside (see {@link #spawn}).
    */
   readonly #writable: string[] = [];
-  #grantsInUse: readonly NetGrant[] | undefined;
+  #grantsInUse: { readonly grants: readonly NetGrant[]; readonly secrets: boolean } | undefined;
+  /** `--secret`: the session CA and its trust files; undefined without one. */
+  #secrets: SecretTrust | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(config: SrtSandboxConfig) {
@@ -121,8 +130,36 @@ export class SrtSandbox implements Sandbox {
     this.#disarmTtl = armTtl(config.spec, () => void this.close());
   }
 
-  #policy(grants: readonly NetGrant[], onEvent: ((event: SandboxEvent) => void) | undefined) {
-    return { grants, logger: this.#config.logger, ...(onEvent ? { onEvent } : {}) };
+  #policy(
+    grants: readonly NetGrant[],
+    onEvent: ((event: SandboxEvent) => void) | undefined,
+    secrets?: SecretRouting,
+  ) {
+    return {
+      grants,
+      logger: this.#config.logger,
+      ...(onEvent ? { onEvent } : {}),
+      ...(secrets ? { secrets } : {}),
+    };
+  }
+
+  /**
+   * Only a spec that binds a secret loads the CA's code and makes one: its trust files go in a
+   * directory of this session's root, which the sandbox cannot write, shown read-only to the
+   * server's processes in place (srt shows host paths where they are).
+   */
+  async startSecrets(): Promise<void> {
+    const secrets = this.#config.spec.network?.secrets ?? [];
+    if (secrets.length === 0) return;
+    const { writeSecretTrust } = await import('@mcpsandbox/egress/secrets');
+    const { hostEnv, forwardsHostTrust, secretUpstreamCa } = this.#config;
+    this.#secrets = await writeSecretTrust({
+      secrets,
+      dir: join(this.#root, 'trust'),
+      hostEnv,
+      forwardsHostTrust,
+      ...(secretUpstreamCa ? { upstreamCa: secretUpstreamCa } : {}),
+    });
   }
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<ChildSandboxProcess> {
@@ -139,11 +176,20 @@ export class SrtSandbox implements Sandbox {
     }
     const grants = options.network ? options.network.allow.map(parseGrant) : this.#config.grants;
     const mounts = options.purpose === 'setup' ? [] : (spec.mounts ?? []);
+    // The session CA is the server's: a setup step, or a process with grants of its own, gets none of it.
+    const secrets = options.purpose !== 'setup' && !options.network ? this.#secrets : undefined;
     return this.#spawn({
       command: this.#translated(own?.command ?? command),
-      env: { ...this.#config.trust.env, ...(options.purpose === 'setup' ? {} : spec.env), ...options.env },
+      env: {
+        ...this.#config.trust.env,
+        ...secrets?.envAt(secrets.dir),
+        ...(options.purpose === 'setup' ? {} : spec.env),
+        ...options.env,
+      },
       grants,
+      ...(secrets ? { secrets: secrets.routing } : {}),
       readOnly: [
+        ...(secrets ? [secrets.dir] : []),
         ...this.#installed,
         ...(own?.binds ?? []).map((bind) => bind.source),
         ...mounts.filter((m) => m.mode === 'ro').map((m) => m.hostPath),
@@ -286,7 +332,7 @@ export class SrtSandbox implements Sandbox {
       readWrite: plan.readWrite,
     });
     const env = sessionEnv(plan, this.#tmp, hostEnv, engine.insideProxyPort);
-    this.#useGrants(plan.grants, plan.onEvent);
+    this.#useGrants(plan.grants, plan.onEvent, plan.secrets);
     const child = await launch([found, ...args], env, {
       platform: engine.platform,
       filesystem,
@@ -332,15 +378,21 @@ export class SrtSandbox implements Sandbox {
   }
 
   /** One proxy policy at a time: an exec with other grants waits for none, it is refused. */
-  #useGrants(grants: readonly NetGrant[], onEvent: ((event: SandboxEvent) => void) | undefined): void {
-    const same = (a: readonly NetGrant[], b: readonly NetGrant[]) => JSON.stringify(a) === JSON.stringify(b);
-    if (this.#grantsInUse && this.#live.size > 0 && !same(this.#grantsInUse, grants)) {
+  #useGrants(
+    grants: readonly NetGrant[],
+    onEvent: ((event: SandboxEvent) => void) | undefined,
+    secrets: SecretRouting | undefined,
+  ): void {
+    const wanted = { grants, secrets: secrets !== undefined };
+    const same = (a: typeof wanted, b: typeof wanted) => JSON.stringify(a) === JSON.stringify(b);
+    // A process without the substitution beside one with it would switch it off under the other.
+    if (this.#grantsInUse && this.#live.size > 0 && !same(this.#grantsInUse, wanted)) {
       throw new SandboxFailureError(
         'the srt backend cannot run two processes with different network grants at once in one session',
         { code: 'E_SRT_BUSY' },
       );
     }
-    this.#grantsInUse = grants;
+    this.#grantsInUse = wanted;
     const { spec } = this.#config;
     const both = onEvent
       ? (event: SandboxEvent) => {
@@ -348,7 +400,7 @@ export class SrtSandbox implements Sandbox {
           onEvent(event);
         }
       : spec.onEvent;
-    this.#config.engine.egress.hold(this.#owner, this.#policy(grants, both));
+    this.#config.engine.egress.hold(this.#owner, this.#policy(grants, both, secrets));
   }
 
   /** srt (or the bwrap shim) rewritten by the sandbox would be run by the host at the next wrap. */

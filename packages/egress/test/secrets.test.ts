@@ -32,6 +32,14 @@ const BODY_SECRET: BoundSecret = {
   value: 'sk-BodyReal0123456789abcdefghij',
   standIn: 'sk-BodyStnd0123456789abcdefghij',
 };
+/** A value with bytes that URL-encoding and JSON escape change, so each reflected form differs from it. */
+const PUNCT: BoundSecret = {
+  name: 'PUNCT_KEY',
+  hosts: [API],
+  body: false,
+  value: 'pk/Real+Value"0123\\quote=4567&x',
+  standIn: 'pk/Stnd+Value"8901\\quote=2345&y',
+};
 
 interface Seen {
   readonly method: string;
@@ -41,7 +49,16 @@ interface Seen {
 }
 const seen: Record<'api' | 'other' | 'plain', Seen[]> = { api: [], other: [], plain: [] };
 /** What the api upstream answers: `ok`, or the request's Authorization echoed (a reflecting API). */
-let apiMode: 'ok' | 'reflect' | 'reflect-base64' | 'redirect' | 'gzip' | 'split' = 'ok';
+let apiMode:
+  | 'ok'
+  | 'reflect'
+  | 'reflect-base64'
+  | 'reflect-url'
+  | 'reflect-json'
+  | 'redirect'
+  | 'gzip'
+  | 'split'
+  | 'chunked' = 'ok';
 const servers: Server[] = [];
 const ports = { api: 0, other: 0, plain: 0, proxy: 0 };
 let upstreamCa: SessionCa;
@@ -81,7 +98,22 @@ beforeAll(async () => {
         const auth = String(req.headers.authorization ?? '');
         if (apiMode === 'reflect') res.end(JSON.stringify({ youSent: auth }));
         else if (apiMode === 'reflect-base64') res.end(Buffer.from(auth).toString('base64'));
-        else if (apiMode === 'redirect') {
+        else if (apiMode === 'reflect-url') res.end(`next=${encodeURIComponent(auth)}`);
+        else if (apiMode === 'reflect-json')
+          res.end(JSON.stringify({ youSent: auth.slice(7) }).replace(/\//g, '\\/'));
+        else if (apiMode === 'chunked') {
+          // Chunked encoding, the value cut into pieces: chunk-size lines fall inside it on the wire.
+          const pieces = [auth.slice(0, 12), auth.slice(12, 20), auth.slice(20)];
+          const next = () => {
+            const piece = pieces.shift();
+            if (piece === undefined) res.end();
+            else {
+              res.write(piece);
+              setTimeout(next, 30);
+            }
+          };
+          next();
+        } else if (apiMode === 'redirect') {
           res.writeHead(302, { location: `https://${OTHER}:${ports.other}/moved` });
           res.end();
         } else if (apiMode === 'split') {
@@ -112,7 +144,7 @@ beforeAll(async () => {
       events.push(event);
       reporter.observe(event);
     },
-    secrets: { bound: [SECRET, BODY_SECRET], ca: sessionCa, upstreamCa: upstreamCa.pem },
+    secrets: { bound: [SECRET, BODY_SECRET, PUNCT], ca: sessionCa, upstreamCa: upstreamCa.pem },
   });
   const listener = (await import('node:net')).createServer();
   proxy.attach(listener);
@@ -136,6 +168,7 @@ async function viaTunnel(
   raw: string,
   ca: string,
   responses = 1,
+  tlsOptions: { servername?: string; ALPNProtocols?: string[]; rejectUnauthorized?: boolean } = {},
 ): Promise<string> {
   const req = httpRequest({
     host: '127.0.0.1',
@@ -149,7 +182,7 @@ async function viaTunnel(
     socket.destroy();
     return `CONNECT ${res.statusCode}`;
   }
-  const tls = tlsConnect({ socket, servername: host, ca });
+  const tls = tlsConnect({ socket, servername: host, ca, ...tlsOptions });
   return new Promise<string>((resolve) => {
     let text = '';
     const done = () => {
@@ -313,6 +346,41 @@ describe('--secret attacks', () => {
     }
   });
 
+  it('an upstream that reflects the real value URL-encoded or JSON-escaped is cut off', async () => {
+    for (const mode of ['reflect-url', 'reflect-json'] as const) {
+      reset();
+      apiMode = mode;
+      const reply = await viaTunnel(
+        API,
+        ports.api,
+        get(API, ports.api, `Authorization: Bearer ${PUNCT.standIn}\r\n`),
+        sessionCa.pem,
+      );
+      expect(seen.api[0]!.headers.authorization).toBe(`Bearer ${PUNCT.value}`);
+      expect(reply).not.toContain('Real');
+      expect(events).toContainEqual({
+        type: 'secret-reply-cut',
+        host: API,
+        reason: 'the reply carried the real value',
+        name: 'PUNCT_KEY',
+      });
+    }
+  });
+
+  it('a real value cut across chunks of a chunked reply (chunk-size lines between its pieces) is cut off', async () => {
+    reset();
+    apiMode = 'chunked';
+    const reply = await viaTunnel(
+      API,
+      ports.api,
+      get(API, ports.api, `Authorization: Bearer ${STAND}\r\n`),
+      sessionCa.pem,
+    );
+    expect(seen.api).toHaveLength(1);
+    expect(reply).not.toContain('RealValue');
+    expect(events.some((e) => e.type === 'secret-reply-cut')).toBe(true);
+  });
+
   it('a real value split across two writes of a large reply is still caught before any of it is sent', async () => {
     reset();
     apiMode = 'split';
@@ -393,6 +461,53 @@ describe('--secret attacks', () => {
       const reply = await viaTunnel(API, ports.api, raw, sessionCa.pem);
       expect(reply).toMatch(/^HTTP\/1\.1 400 /);
       expect(seen.api).toEqual([]);
+    });
+
+    it('an HTTP/2 preface on a bound connection is refused; nothing reaches the upstream', async () => {
+      reset();
+      const preface = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
+      const reply = await viaTunnel(API, ports.api, preface, sessionCa.pem);
+      expect(reply).toMatch(/^HTTP\/1\.1 400 /);
+      expect(seen.api).toEqual([]);
+    });
+
+    it('a client that offers only h2 is refused at the handshake (ALPN offers http/1.1 alone)', async () => {
+      reset();
+      const reply = await viaTunnel(API, ports.api, get(API, ports.api, ''), sessionCa.pem, 1, {
+        ALPNProtocols: ['h2'],
+      });
+      expect(reply).toMatch(/ERROR/);
+      expect(seen.api).toEqual([]);
+    });
+
+    it('an SNI naming another host (the Host header the bound one or not) is refused', async () => {
+      for (const hostHeader of [API, OTHER]) {
+        reset();
+        const raw = `GET /user HTTP/1.1\r\nHost: ${hostHeader}\r\nAuthorization: Bearer ${STAND}\r\n\r\n`;
+        const reply = await viaTunnel(API, ports.api, raw, sessionCa.pem, 1, {
+          servername: OTHER,
+          rejectUnauthorized: false,
+        });
+        expect(reply).toMatch(/^HTTP\/1\.1 400 /);
+        expect(seen.api).toEqual([]);
+        expect(seen.other).toEqual([]);
+        expect(events).toContainEqual({
+          type: 'secret-request-refused',
+          host: API,
+          reason: 'SNI is not the bound host',
+        });
+      }
+    });
+
+    it('a stand-in in the SNI is recorded as misuse, and the connection refused', async () => {
+      reset();
+      const reply = await viaTunnel(API, ports.api, get(API, ports.api, ''), sessionCa.pem, 1, {
+        servername: `${STAND.toLowerCase().replace(/_/g, '-')}.example.test`,
+        rejectUnauthorized: false,
+      });
+      expect(reply).toMatch(/^HTTP\/1\.1 400 /);
+      expect(seen.api).toEqual([]);
+      expect(events).toContainEqual({ type: 'secret-misuse', name: 'GH_TOKEN', host: API, where: 'sni' });
     });
 
     it('two requests in one write: each is checked, the second for another host is refused', async () => {

@@ -1,6 +1,14 @@
 import { type AddressInfo, createServer, type Server } from 'node:net';
 import type { Logger, SandboxEvent } from '@mcpsandbox/core';
-import { DenialReporter, EgressProxy, type NetGrant } from '@mcpsandbox/egress';
+import {
+  DenialReporter,
+  type Dialer,
+  EgressProxy,
+  type NetGrant,
+  type Resolver,
+  SecretReporter,
+  type SecretRouting,
+} from '@mcpsandbox/egress';
 
 /**
  * One session's egress proxy on loopback (127.0.0.1 and ::1 on one port: the profile's
@@ -21,14 +29,23 @@ export class SessionEgress {
     grants: readonly NetGrant[],
     logger: Logger,
     onEvent?: (event: SandboxEvent) => void,
+    /** `--secret` (the server's proxy only): bound hosts' connections are substituted. */
+    secrets?: SecretRouting,
+    /** Tests: the proxy's resolver and upstream dialer. */
+    hooks: { readonly resolve?: Resolver; readonly dial?: Dialer } = {},
   ): Promise<SessionEgress> {
     const reporter = new DenialReporter(onEvent, logger);
+    const secretReporter = secrets ? new SecretReporter((line) => logger.warn(line)) : undefined;
     const proxy = new EgressProxy({
       grants,
       onEvent: (event) => {
         onEvent?.(event);
         reporter.observe(event);
+        secretReporter?.observe(event);
       },
+      ...(secrets ? { secrets } : {}),
+      ...(hooks.resolve ? { resolve: hooks.resolve } : {}),
+      ...(hooks.dial ? { dial: hooks.dial } : {}),
     });
     const v4 = await listen('127.0.0.1', 0);
     const port = (v4.address() as AddressInfo).port;

@@ -15,7 +15,8 @@ import {
   SandboxFailureError,
   type SandboxSpec,
 } from '@mcpsandbox/core';
-import { type NetGrant, parseGrant } from '@mcpsandbox/egress';
+import { type Dialer, type NetGrant, parseGrant, type Resolver } from '@mcpsandbox/egress';
+import type { SecretTrust } from '@mcpsandbox/egress/secrets';
 import {
   type Bind,
   commandBinds,
@@ -51,6 +52,13 @@ export interface SeatbeltSandboxConfig {
   readonly autoMount: boolean;
   readonly npm: NpxCacheOptions;
   readonly trust: { readonly env: Readonly<Record<string, string>>; readonly files: readonly string[] };
+  /** `--secret`: the host's trust (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE) is merged into the session CA's files. */
+  readonly forwardsHostTrust: boolean;
+  /** Tests: trust for bound hosts' certificates under `--secret` (else this process's default trust). */
+  readonly secretUpstreamCa?: string;
+  /** Tests: the egress proxy's resolver and upstream dialer. */
+  readonly resolve?: Resolver;
+  readonly dial?: Dialer;
   /** The sandbox-exec to run (a stand-in only in the lifecycle tests off macOS). */
   readonly sandboxExec: string;
   /** The runtime's dylib closure (otool on macOS). */
@@ -70,6 +78,8 @@ interface Spawn {
   /** The home this process gets (a throwaway one for an install step). */
   readonly home: string;
   readonly cwd?: string;
+  /** `--secret`'s trust files, read-only (the server's processes only). */
+  readonly secretTrust?: readonly string[];
 }
 
 /** Inside paths (a bind's dest) to the host paths they stand for: Seatbelt shows paths in place. */
@@ -100,7 +110,10 @@ export class SeatbeltSandbox implements Sandbox {
   readonly id = `seatbelt-${randomUUID()}`;
   readonly #config: SeatbeltSandboxConfig;
   readonly #root: SessionRoot;
-  readonly #egress: SessionEgress;
+  /** The server's proxy: opened once the session CA (if any) is made. */
+  #egress: SessionEgress | undefined;
+  /** `--secret`: the session CA and its trust files; undefined without one. */
+  #secrets: SecretTrust | undefined;
   readonly #tag = this.id.replace(/[^A-Za-z0-9_-]/g, '');
   readonly #groups = new Set<number>();
   /** The groups with their leaders' start times, for the owner file a later sweep reads. */
@@ -117,9 +130,8 @@ export class SeatbeltSandbox implements Sandbox {
   #log: { kill(): void } | undefined;
   #closing: Promise<void> | undefined;
 
-  private constructor(config: SeatbeltSandboxConfig, egress: SessionEgress) {
+  private constructor(config: SeatbeltSandboxConfig) {
     this.#config = config;
-    this.#egress = egress;
     this.#root = makeSessionRoot(config.stateDir, config.state?.home);
     this.#denials = new SeatbeltDenials(this.#tag, config.logger, config.spec.onEvent);
     this.#log = config.watchLog(this.#denials, this.#tag);
@@ -127,13 +139,45 @@ export class SeatbeltSandbox implements Sandbox {
   }
 
   static async open(config: SeatbeltSandboxConfig): Promise<SeatbeltSandbox> {
-    const egress = await SessionEgress.open(config.grants, config.logger, config.spec.onEvent);
+    const sandbox = new SeatbeltSandbox(config);
     try {
-      return new SeatbeltSandbox(config, egress);
+      await sandbox.#start();
+      return sandbox;
     } catch (error) {
-      egress.close();
+      await sandbox.close();
       throw error;
     }
+  }
+
+  /**
+   * The server's proxy; with a bound secret first the session CA (its code loaded only then) and
+   * its trust files, in this session's root, which the profile never makes writable.
+   */
+  async #start(): Promise<void> {
+    const { spec, grants, logger, hostEnv, forwardsHostTrust, secretUpstreamCa } = this.#config;
+    const secrets = spec.network?.secrets ?? [];
+    if (secrets.length > 0) {
+      const { writeSecretTrust } = await import('@mcpsandbox/egress/secrets');
+      this.#secrets = await writeSecretTrust({
+        secrets,
+        dir: join(this.#root.path, 'trust'),
+        hostEnv,
+        forwardsHostTrust,
+        ...(secretUpstreamCa ? { upstreamCa: secretUpstreamCa } : {}),
+      });
+    }
+    this.#egress = await SessionEgress.open(
+      grants,
+      logger,
+      spec.onEvent,
+      this.#secrets?.routing,
+      this.#hooks(),
+    );
+  }
+
+  #hooks() {
+    const { resolve, dial } = this.#config;
+    return { ...(resolve ? { resolve } : {}), ...(dial ? { dial } : {}) };
   }
 
   /** The distinct denials seen so far (a server that died on one says so). */
@@ -156,10 +200,23 @@ export class SeatbeltSandbox implements Sandbox {
       spec.onEvent?.({ type: 'auto-mount', path: bind.source });
     }
     const mounts = setup ? [] : (spec.mounts ?? []);
+    // The session CA is the server's: a setup step gets a proxy of its own, without it.
+    const secrets = !setup && !options.network ? this.#secrets : undefined;
+    const network = options.network
+      ? options.network.allow.map(parseGrant)
+      : setup && this.#secrets
+        ? this.#config.grants
+        : undefined;
     return this.#spawn({
       command: translate(own?.command ?? command, this.#translate),
-      env: { ...this.#config.trust.env, ...(setup ? {} : spec.env), ...options.env },
-      ...(options.network ? { network: options.network.allow.map(parseGrant) } : {}),
+      env: {
+        ...this.#config.trust.env,
+        ...secrets?.envAt(secrets.dir),
+        ...(setup ? {} : spec.env),
+        ...options.env,
+      },
+      ...(network ? { network } : {}),
+      ...(secrets ? { secretTrust: secrets.files } : {}),
       readOnly: [
         ...this.#installed,
         ...(own?.binds ?? []).map((b) => b.source),
@@ -217,7 +274,10 @@ export class SeatbeltSandbox implements Sandbox {
       throw new SandboxFailureError(`command not found: ${name}`, { code: 'E_COMMAND_NOT_FOUND' });
     // A process with its own grants (an install step's registry) gets a proxy of its own.
     const grants = plan.network ?? this.#config.grants;
-    const egress = plan.network ? await SessionEgress.open(grants, logger, spec.onEvent) : this.#egress;
+    const egress = plan.network
+      ? await SessionEgress.open(grants, logger, spec.onEvent, undefined, this.#hooks())
+      : this.#egress;
+    if (egress === undefined) throw new SandboxFailureError('sandbox is not started', { code: 'E_EXEC' });
     let proc: ChildSandboxProcess;
     try {
       const runtime = [...commandBinds(found, ['/']).binds, ...commandBinds(process.execPath, ['/']).binds];
@@ -233,7 +293,7 @@ export class SeatbeltSandbox implements Sandbox {
         runtimeLinks: closure.links,
         readOnly: plan.readOnly,
         readWrite: plan.readWrite,
-        trustFiles: this.#config.trust.files,
+        trustFiles: [...this.#config.trust.files, ...(plan.secretTrust ?? [])],
         ...(grants.length > 0 ? { proxyPort: egress.port } : {}),
       });
       const env = sessionEnv(plan.home, this.#root.tmp, hostEnv, egress.port, plan.env);
@@ -324,7 +384,7 @@ export class SeatbeltSandbox implements Sandbox {
       await new Promise((done) => setTimeout(done, 50));
     }
     await Promise.all([...this.#live].map((proc) => proc.exit));
-    this.#egress.close();
+    this.#egress?.close();
     this.#log?.kill();
     this.#config.state?.release();
     rmSync(this.#root.path, { recursive: true, force: true });

@@ -9,9 +9,22 @@ describe('planSecrets', () => {
   it('binds each flag and refuses what cannot be honoured', () => {
     const [bound] = planSecrets(['SLACK@slack.com'], { SLACK: REAL }, local, ['slack.com'], []);
     expect(bound?.value).toBe(REAL);
-    expect(() =>
-      planSecrets(['SLACK@slack.com'], { SLACK: REAL }, { id: 'srt' } as SandboxBackend, ['slack.com'], []),
-    ).toThrow(/not supported on backend srt.*--env SLACK/);
+    // Every OS engine's egress passes this host's proxy; e2b's and vm's do not.
+    for (const id of ['srt', 'seatbelt']) {
+      const [other] = planSecrets(
+        ['SLACK@slack.com'],
+        { SLACK: REAL },
+        { id } as SandboxBackend,
+        ['slack.com'],
+        [],
+      );
+      expect(other?.standIn).not.toBe(REAL);
+    }
+    for (const id of ['e2b', 'vm', 'none']) {
+      expect(() =>
+        planSecrets(['SLACK@slack.com'], { SLACK: REAL }, { id } as SandboxBackend, ['slack.com'], []),
+      ).toThrow(new RegExp(`not supported on backend ${id}.*--env SLACK`));
+    }
     expect(() =>
       planSecrets(['SLACK@slack.com', 'SLACK@slack.com'], { SLACK: REAL }, local, ['slack.com'], []),
     ).toThrow(UsageError);

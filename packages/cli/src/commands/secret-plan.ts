@@ -8,8 +8,8 @@ import {
   UsageError,
 } from '@mcpsandbox/core';
 
-/** Backends whose egress proxy substitutes a bound secret on the wire. */
-const SUBSTITUTING_BACKENDS = new Set(['local']);
+/** Backends whose egress passes this host's proxy, which substitutes a bound secret on the wire. */
+const SUBSTITUTING_BACKENDS = new Set(['local', 'srt', 'seatbelt']);
 
 /**
  * `--secret` flags, parsed and bound to the host environment's values. Refused on a backend that

@@ -14,6 +14,7 @@ import { upstreamReply } from '../proxy-http.js';
 import type { SessionCa } from './ca.js';
 import { type RequestHead, readRequest } from './http1.js';
 import { revealingForms, substitute } from './substitute.js';
+import { StandInWatch } from './watch.js';
 
 export interface InterceptOptions {
   readonly host: HostName;
@@ -48,6 +49,8 @@ const DROPPED = new Set([
 export async function intercept(socket: Duplex, head: Buffer, o: InterceptOptions): Promise<void> {
   const leaf = await o.ca.leaf(o.host);
   if (head.length > 0) socket.unshift(head);
+  // Small writes (a reply's head, then its chunks) must not wait for the peer's delayed ACK.
+  (socket as Partial<Socket>).setNoDelay?.(true);
   const tls = new TLSSocket(socket as Socket, {
     isServer: true,
     cert: leaf.cert,
@@ -106,6 +109,15 @@ async function exchange(
   body: Buffer,
   o: InterceptOptions,
 ): Promise<boolean> {
+  if (!sniFits(tls, o)) {
+    o.onEvent({ type: 'secret-request-refused', host: o.host, reason: 'SNI is not the bound host' });
+    answer(
+      tls,
+      400,
+      'mcp-sandbox: request refused: the TLS server name must be the host this connection is for',
+    );
+    return false;
+  }
   const hosts = head.headers.filter(([name]) => name.toLowerCase() === 'host');
   const wanted = [o.host, `${o.host}:${o.port}`];
   if (hosts.length !== 1 || !wanted.includes(hosts[0]![1].toLowerCase())) {
@@ -138,6 +150,18 @@ async function exchange(
   return relay(tls, head.method, done.target, headers, done.body, o);
 }
 
+/**
+ * The TLS server name, when the client sent one, is the bound host: a name that says another
+ * host (or carries a stand-in, recorded as misuse) is two answers to "which host", refused.
+ */
+function sniFits(tls: TLSSocket, o: InterceptOptions): boolean {
+  const sni = tls.servername;
+  if (typeof sni !== 'string' || sni === '') return true;
+  if (sni.toLowerCase() === o.host) return true;
+  new StandInWatch(o.secrets, (event) => o.onEvent({ ...event, host: o.host })).check(sni, 'sni');
+  return false;
+}
+
 function relay(
   tls: TLSSocket,
   method: string,
@@ -148,7 +172,9 @@ function relay(
 ): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const upstreamTls = tlsConnect({
-      ...(o.dial ? { socket: o.dial(o.address, o.port) } : { host: o.address, port: o.port }),
+      ...(o.dial
+        ? { socket: o.dial(o.address, o.port).setNoDelay(true) }
+        : { host: o.address, port: o.port, noDelay: true }),
       servername: o.host,
       ALPNProtocols: ['http/1.1'],
       ...(o.upstreamCa ? { ca: o.upstreamCa as string[] } : {}),
@@ -231,11 +257,18 @@ async function replyToSandbox(
   let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Status'}\r\n`;
   for (let i = 0; i < kept.length; i += 2) text += `${kept[i]}: ${kept[i + 1]}\r\n`;
   text += bodiless ? 'Content-Length: 0\r\n\r\n' : 'Transfer-Encoding: chunked\r\n\r\n';
-  tls.write(text, 'latin1');
   if (bodiless) {
+    tls.write(text, 'latin1');
     reply.resume();
     return true;
   }
+  // The head goes out with the first chunk (a small reply is one TLS record, not three).
+  let pending = text;
+  const send = (data: string): boolean => {
+    const out = pending + data;
+    pending = '';
+    return tls.write(out, 'latin1');
+  };
   // A window as long as the longest form is held back, so that a value split across two reads is
   // seen whole before any of it is written.
   let held = '';
@@ -246,19 +279,16 @@ async function replyToSandbox(
     const safe = Math.max(0, window.length - (longest - 1));
     held = window.slice(safe);
     // A sandbox that reads slowly holds the upstream back: nothing piles up here.
-    if (safe > 0 && !writeChunk(tls, window.slice(0, safe))) await drained(tls);
+    if (safe > 0 && !send(chunkOf(window.slice(0, safe)))) await drained(tls);
     if (tls.destroyed) return false;
   }
-  if (held.length > 0) writeChunk(tls, held);
-  tls.write('0\r\n\r\n');
+  send(`${held.length > 0 ? chunkOf(held) : ''}0\r\n\r\n`);
   return true;
 }
 
-/** Writes one chunk; false when the socket's buffer is full. */
-function writeChunk(tls: TLSSocket, data: string): boolean {
-  tls.write(`${Buffer.byteLength(data, 'latin1').toString(16)}\r\n`);
-  tls.write(data, 'latin1');
-  return tls.write('\r\n');
+/** One chunk of chunked encoding, as one string: its parts apart would be small segments each. */
+function chunkOf(data: string): string {
+  return `${Buffer.byteLength(data, 'latin1').toString(16)}\r\n${data}\r\n`;
 }
 
 function drained(tls: TLSSocket): Promise<void> {

@@ -1,7 +1,7 @@
 import type { BoundSecret, SandboxEvent } from '@mcpsandbox/core';
 
 /** Where a stand-in turned up that is not a bound host's credential slot. */
-export type MisuseWhere = 'header' | 'body' | 'dns' | 'plain-http' | 'connect-target';
+export type MisuseWhere = 'header' | 'body' | 'dns' | 'plain-http' | 'connect-target' | 'sni';
 
 /**
  * Looks for stand-ins where the proxy sees traffic it does not substitute (a plain-HTTP request,
@@ -20,7 +20,7 @@ export class StandInWatch {
   /** Records each secret whose stand-in `text` holds; true when one did. */
   check(text: string, where: MisuseWhere): boolean {
     // A name cannot hold `_` and has no case: there, only the letters and digits are compared.
-    const loose = where === 'dns' || where === 'connect-target';
+    const loose = where === 'dns' || where === 'connect-target' || where === 'sni';
     const fold = (value: string) =>
       loose ? value.toLowerCase().replace(/[^a-z0-9]/g, '') : value.toLowerCase();
     const haystack = fold(text);
@@ -40,6 +40,7 @@ const WHERE_TEXT: Record<MisuseWhere, string> = {
   dns: 'a DNS name',
   'plain-http': 'a plain-HTTP request',
   'connect-target': 'a connection target',
+  sni: 'a TLS server name',
 };
 
 /**
