@@ -51,6 +51,10 @@ export interface CliOptions {
   readonly state?: StateStore;
   /** The sandbox's own install cache and the installs under way in it, for `ls` and `doctor`. */
   readonly installCache?: () => Promise<InstallCacheView | undefined>;
+  /** `process.platform` of this machine (default): on 'win32', `local` runs inside WSL2. */
+  readonly platform?: string;
+  /** Runs `wsl.exe -l -v` (default: the real one), for what `run` says on Windows. */
+  readonly wslList?: () => Promise<{ started: boolean; code: number | null; stdout: string }>;
 }
 
 /** What the install cache holds (complete entries) and what is being installed into it. */

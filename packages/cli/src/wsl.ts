@@ -1,4 +1,4 @@
-import { UsageError } from '@mcpsandbox/core';
+import { SandboxError, UsageError } from '@mcpsandbox/core';
 
 /**
  * Windows runs the local OS sandbox inside WSL2 (bubblewrap there). These are the pieces a
@@ -51,4 +51,50 @@ export function parseWslList(output: string): { name: string; version: number }[
     if (match) found.push({ name: match[1] as string, version: Number(match[2]) });
   }
   return found;
+}
+
+/** What `wsl.exe -l -v` says of this Windows machine. */
+export type WslStatus =
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'wsl1'; readonly names: readonly string[] }
+  | { readonly kind: 'wsl2'; readonly names: readonly string[] };
+
+/** `wsl.exe -l -v`'s result: not started (no WSL), no WSL2 distribution, or the WSL2 ones. */
+export function wslStatus(result: {
+  readonly started: boolean;
+  readonly code: number | null;
+  readonly stdout: string;
+}): WslStatus {
+  if (!result.started || result.code !== 0) return { kind: 'missing' };
+  const distros = parseWslList(result.stdout);
+  const two = distros.filter((d) => d.version === 2).map((d) => d.name);
+  if (two.length > 0) return { kind: 'wsl2', names: two };
+  return distros.length > 0 ? { kind: 'wsl1', names: distros.map((d) => d.name) } : { kind: 'missing' };
+}
+
+/** A word of a command line as the user would type it again (quoted when it has spaces or quotes). */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./\\-]+$/.test(word) ? word : JSON.stringify(word);
+}
+
+/**
+ * Why `local` does not start on Windows, and exactly how to start the same server inside WSL2:
+ * bubblewrap is a Linux sandbox, and WSL2 is the Linux kernel Windows has.
+ */
+export class WslRequiredError extends SandboxError {
+  constructor(command: readonly string[], status: WslStatus) {
+    const inside = wslRunCommand(['--', ...command])
+      .map(shellWord)
+      .join(' ');
+    const where =
+      status.kind === 'wsl2'
+        ? `WSL2 is here (${status.names.join(', ')}): run ${inside}`
+        : status.kind === 'wsl1'
+          ? `only WSL1 distributions are here (${status.names.join(', ')}; WSL1 has no Linux namespaces): wsl --set-version ${status.names[0]} 2, then run ${inside}`
+          : `WSL is not installed: wsl --install (a WSL2 Ubuntu), then run ${inside}`;
+    super(
+      'E_WSL_REQUIRED',
+      `on Windows, the local sandbox runs inside WSL2 (bubblewrap there): ${where}, with mcp-sandbox installed inside WSL (wsl.exe -e npm install -g mcp-sandbox); Windows drives are /mnt/c/… there; mcp-sandbox wrap writes such entries for you`,
+    );
+  }
 }

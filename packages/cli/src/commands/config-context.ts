@@ -11,7 +11,7 @@ export const CONFIG_ERROR_EXIT = 1;
 
 export function locateContext(options: CliOptions): LocateContext {
   // The OS decides where clients keep their configs; tests point HOME and friends at temp dirs.
-  return { platform: osPlatform(), env: options.io.env, cwd: options.io.cwd };
+  return { platform: options.platform ?? osPlatform(), env: options.io.env, cwd: options.io.cwd };
 }
 
 /** What config entries are judged against: this binary's backends and the user's environment. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { platform as osPlatform } from 'node:os';
 import { resolve } from 'node:path';
 import {
   createStderrLogger,
@@ -38,6 +39,7 @@ import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js'
 import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
+import { WslRequiredError, wslStatus } from '../wsl.js';
 import { planSecrets } from './secret-plan.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
@@ -470,6 +472,7 @@ async function runAction(
   const net = new SafetyNet(io.faults, logger);
   let trace: TraceSink | undefined;
   try {
+    await refuseLocalOnWindows(command, flags, options);
     const plan = await net.guard(planRun(flags, options, logger, backendGiven));
     // From here on a message may quote the server (an error it caused): secrets redacted.
     logger = redactLogger(logger, plan.secrets.redact);
@@ -508,4 +511,16 @@ async function runAction(
     trace?.close();
     net.dispose();
   }
+}
+
+/** On Windows, `local` is bubblewrap inside WSL2: say exactly how to start this server there. */
+async function refuseLocalOnWindows(command: readonly string[], flags: RunFlags, options: CliOptions) {
+  if ((options.platform ?? osPlatform()) !== 'win32' || flags.backend !== 'local') return;
+  const list =
+    options.wslList ??
+    (async () => {
+      const { createSystemDoctorHost } = await import('../doctor/system.js');
+      return createSystemDoctorHost({ env: options.io.env, platform: 'win32' }).exec('wsl.exe', ['-l', '-v']);
+    });
+  throw new WslRequiredError(command, wslStatus(await list()));
 }

@@ -1,3 +1,4 @@
+import { platform as osPlatform } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import {
   createStderrLogger,
@@ -17,6 +18,7 @@ import {
   locateConfig,
 } from '../config/clients.js';
 import type { WrapCommand } from '../config/edit.js';
+import { WSL_LAUNCHER } from '../config/launcher.js';
 import {
   type ChangePlan,
   labelOf,
@@ -26,16 +28,24 @@ import {
   selectServers,
   writePlan,
 } from '../config/operations.js';
-import { keepsStateOfItsOwn, pathMountsFor, type RefusedPath } from '../config/path-mounts.js';
+import {
+  isKnownWriter,
+  keepsStateOfItsOwn,
+  type PathMount,
+  pathMountsFor,
+  type RefusedPath,
+} from '../config/path-mounts.js';
 import { pythonBackendNote, pythonStartNotes } from '../config/python-runner.js';
 import { judgeRunWords } from '../config/run-verdict.js';
 import { ourCommand, type ServerEntry } from '../config/servers.js';
+import { windowsPathMountsFor, windowsRefusal } from '../config/windows-mounts.js';
 import { parseFs } from '../fs-copy.js';
 import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
+import { wslMountFlag } from '../wsl.js';
 import { locateContext, reportConfigError, verdictContext } from './config-context.js';
 import { parseRunWords, type RunFlags } from './run.js';
-import { markerFor, resolveLauncher } from './wrap-launcher.js';
+import { markerFor, type ResolvedLauncher, resolveLauncher } from './wrap-launcher.js';
 
 export interface TargetFlags {
   client?: string;
@@ -153,6 +163,8 @@ function runValue(key: string, value: string, options: CliOptions): string {
     case 'allowNet':
       return parseAllowNet(value);
     case 'mount': {
+      const windows = windowsMount(value, options);
+      if (windows) return windows;
       const spec = parseMount(value, cwd);
       return `${spec.hostPath}:${spec.sandboxPath}:${spec.mode}`;
     }
@@ -168,6 +180,19 @@ function runValue(key: string, value: string, options: CliOptions): string {
     default:
       return value;
   }
+}
+
+/**
+ * `--mount C:\data[:ro|rw]` given to wrap on Windows: the WSL spelling, under the rule the
+ * server's own paths follow (windows-mounts.ts), the home and its settings never.
+ */
+function windowsMount(value: string, options: CliOptions): string | undefined {
+  if ((options.platform ?? osPlatform()) !== 'win32') return undefined;
+  const match = /^(.*?)(?::(ro|rw))?$/.exec(value) as RegExpExecArray;
+  const host = match[1] as string;
+  const reason = windowsRefusal(host, options.io.env.USERPROFILE);
+  if (reason) throw new UsageError(`--mount ${value}: ${reason}`);
+  return wslMountFlag(host, (match[2] as 'ro' | 'rw' | undefined) ?? 'ro');
 }
 
 /** What wrapping one entry does besides its run options: for the lines printed before writing. */
@@ -186,6 +211,8 @@ export interface WrapSettings {
   readonly keepState?: boolean;
   /** Replace the run options of an entry that starts mcp-sandbox already, keeping its server. */
   readonly rewrap?: boolean;
+  /** Windows: the server runs inside WSL2; its Windows paths are translated (windows-mounts.ts). */
+  readonly windows?: boolean;
 }
 
 /**
@@ -213,12 +240,20 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const fromBlock = entry.envKeys.filter((k) => !given.has(k)).flatMap((k) => ['--env', k]);
   const ours = settings.rewrap ? ourCommand(entry) : undefined;
   const server = ours ? ours.server : [entry.command ?? '', ...entry.args];
-  const found = settings.mounts
-    ? pathMountsFor(server, {
-        rw: settings.mounts.rw,
-        ...(settings.mounts.home !== undefined ? { home: settings.mounts.home } : {}),
-      })
-    : { mounts: [], refused: [] };
+  const found: { mounts: readonly PathMount[]; refused: readonly RefusedPath[]; server?: readonly string[] } =
+    settings.windows
+      ? windowsPathMountsFor(server, {
+          rw: (settings.mounts?.rw ?? false) || isKnownWriter(server),
+          ...(settings.mounts?.home !== undefined ? { home: settings.mounts.home } : {}),
+          ...(settings.mounts ? {} : { exists: () => false }),
+          rewrap: settings.rewrap ?? false,
+        })
+      : settings.mounts
+        ? pathMountsFor(server, {
+            rw: settings.mounts.rw,
+            ...(settings.mounts.home !== undefined ? { home: settings.mounts.home } : {}),
+          })
+        : { mounts: [], refused: [] };
   const fromPaths = found.mounts
     .filter((m) => !mounted.has(m.path))
     .map((m) => `${m.path}:${m.path}:${m.mode}`);
@@ -228,9 +263,16 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
       "its data (kept in its home) will not persist across sessions; wrap --update --keep-state keeps it under the entry's name",
     );
   }
+  if (settings.windows && entry.envKeys.length > 0) {
+    notes.push(
+      `on Windows its "env" block reaches WSL only through WSLENV: add "WSLENV": "${entry.envKeys.join(':')}" to that block`,
+    );
+  }
+  const serverArgs = found.server && !ours ? { serverArgs: found.server.slice(1) } : {};
   return {
     launcher,
     runArgs: [...runArgs, ...state, ...fromPaths.flatMap((m) => ['--mount', m]), ...fromBlock],
+    ...serverArgs,
     mounts: [...userMounts, ...fromPaths],
     refused: found.refused,
     notes,
@@ -303,7 +345,10 @@ async function wrapAction(
   const runArgs = runArgsFromFlags(command, flags, options);
   warnIfWeakened(runArgs, options, logger);
   const ctx = locateContext(options);
-  const resolved = await resolveLauncher(flags.launcher, options.version, ctx, options.self);
+  const windows = ctx.platform === 'win32';
+  const resolved = windows
+    ? windowsLauncher(flags.launcher)
+    : await resolveLauncher(flags.launcher, options.version, ctx, options.self);
   const config = await requireConfig(location, verdictContext(options));
   const chosen = selection(flags, config.servers, 'wrap');
   // Paths an entry names are carried across as mounts, and its writes are kept under its
@@ -311,7 +356,7 @@ async function wrapAction(
   const ignored = Object.hasOwn(options.backends, flags.backend)
     ? (options.backends[flags.backend]?.ignores ?? [])
     : [];
-  const home = options.io.env.HOME;
+  const home = windows ? options.io.env.USERPROFILE : options.io.env.HOME;
   const mounts = ignored.includes('--mount')
     ? undefined
     : { rw: flags.rw ?? false, ...(home !== undefined ? { home } : {}) };
@@ -339,6 +384,7 @@ async function wrapAction(
         ...(mounts ? { mounts } : {}),
         keepState,
         rewrap,
+        windows,
       });
       const server = rewrap ? (ourCommand(entry)?.server ?? []) : [entry.command ?? '', ...entry.args];
       const refusal = pythonBackendNote(server, flags.backend);
@@ -350,6 +396,16 @@ async function wrapAction(
   if (launcherUsed && resolved.note) logger.info(`launcher: ${resolved.note}`);
   report(plan, logger, details);
   return applyPlan(plan, flags, options, logger, 'wrapped');
+}
+
+/** On Windows every entry starts the mcp-sandbox inside WSL2: `wsl.exe -e mcp-sandbox run …`. */
+function windowsLauncher(launcher: string): ResolvedLauncher {
+  if (launcher !== 'auto' && launcher !== 'wsl') {
+    throw new UsageError(
+      `--launcher ${launcher}: on Windows, wrap writes ${WSL_LAUNCHER.join(' ')} (the sandbox is bubblewrap inside WSL2); install mcp-sandbox inside WSL and leave --launcher out`,
+    );
+  }
+  return { launcher: WSL_LAUNCHER };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { getProperty, type JsonNode, type JsonObject } from './jsonc.js';
 import { ourCommand, type ServerEntry } from './servers.js';
+import { windowsSpelling } from './windows-mounts.js';
 
 /** Replace `[start, end)` of the text with `text`. */
 export interface TextEdit {
@@ -24,6 +25,22 @@ export function applyEdits(text: string, edits: readonly TextEdit[]): string {
 export interface WrapCommand {
   readonly launcher: readonly string[];
   readonly runArgs: readonly string[];
+  /**
+   * The server's arguments (without its command) when some are written otherwise than the entry
+   * has them: on Windows, paths in their WSL spelling (see windows-mounts.ts). Each changed one
+   * replaces its item; the others keep their source text.
+   */
+  readonly serverArgs?: readonly string[];
+}
+
+/** The edits that write each changed server argument in place of the item it replaces. */
+function argEdits(items: readonly JsonNode[], from: readonly string[], to: readonly string[] | undefined) {
+  if (!to) return [];
+  return items.flatMap((item, i) =>
+    to[i] !== undefined && to[i] !== from[i]
+      ? [{ start: item.start, end: item.end, text: JSON.stringify(to[i]) }]
+      : [],
+  );
 }
 
 function eolOf(text: string): string {
@@ -59,6 +76,7 @@ export function wrapEdits(text: string, entry: ServerEntry, wrap: WrapCommand): 
   const args = argsProperty?.value;
   if (argsProperty && args?.kind === 'array') {
     const first = args.items[0];
+    edits.push(...argEdits(args.items, entry.args, wrap.serverArgs));
     if (!first) {
       const compact = !/\s/.test(text.slice(argsProperty.keyStart, args.start));
       edits.push({ start: args.start + 1, end: args.start + 1, text: literals.join(compact ? ',' : ', ') });
@@ -136,5 +154,27 @@ export function unwrapEdits(text: string, entry: ServerEntry): TextEdit[] {
   ];
   if (firstArg) edits.push({ start: firstItem.start, end: firstArg.start, text: '' });
   else edits.push({ start: args.start, end: args.end, text: '[]' });
-  return edits;
+  return [...edits, ...windowsArgsBack(entry, items.slice(serverIndex))];
+}
+
+/**
+ * Windows: the paths wrap wrote in their WSL spelling (each one a mount of the entry) go back to
+ * the Windows spelling they had, which wrap translated only when it could be turned back exactly.
+ */
+function windowsArgsBack(entry: ServerEntry, items: readonly JsonNode[]): TextEdit[] {
+  const wrapped = ourCommand(entry);
+  if (wrapped?.checked.kind !== 'wsl') return [];
+  const mounted = new Set<string>();
+  wrapped.runArgs.forEach((arg, i) => {
+    const spec = wrapped.runArgs[i + 1];
+    if (arg === '--mount' && spec) mounted.add(spec.split(':')[0] as string);
+  });
+  const args = wrapped.server.slice(1);
+  const back = args.map((word) => {
+    const eq = word.startsWith('-') ? word.indexOf('=') : -1;
+    const path = eq === -1 ? word : word.slice(eq + 1);
+    const windows = mounted.has(path) ? windowsSpelling(path) : undefined;
+    return windows === undefined ? word : `${word.slice(0, eq + 1)}${windows}`;
+  });
+  return argEdits(items, args, back);
 }

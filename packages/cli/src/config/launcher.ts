@@ -10,7 +10,12 @@ import { installedFromRegistry } from './install-origin.js';
  */
 export type Launcher =
   | { readonly kind: 'npx'; readonly version: string; readonly argv: readonly string[] }
-  | { readonly kind: 'binary'; readonly bin: string; readonly argv: readonly string[] };
+  | { readonly kind: 'binary'; readonly bin: string; readonly argv: readonly string[] }
+  /** Windows: `wsl.exe -e mcp-sandbox`, the mcp-sandbox installed inside WSL2 (see wsl.ts). */
+  | { readonly kind: 'wsl'; readonly argv: readonly string[] };
+
+/** The launcher wrap writes on Windows, exactly: WSL's own mcp-sandbox, started with no shell. */
+export const WSL_LAUNCHER: readonly string[] = ['wsl.exe', '-e', 'mcp-sandbox'];
 
 /** What checking a launcher depends on. */
 export interface LauncherContext {
@@ -37,6 +42,9 @@ export function checkLauncher(words: readonly string[], ctx: LauncherContext): L
     const match = /^mcp-sandbox@(.+)$/.exec(rest[1] ?? '');
     const launcher = match ? npxLauncher(match[1] as string) : undefined;
     return launcher ? { ...launcher, argv: [...words] } : undefined;
+  }
+  if (words.length === WSL_LAUNCHER.length && words.every((word, i) => word === WSL_LAUNCHER[i])) {
+    return { kind: 'wsl', argv: [...words] };
   }
   let program: string | undefined;
   if (rest.length === 0) program = command;

@@ -209,6 +209,9 @@ export function parseWrapped(command: string, args: readonly string[]): WrappedC
   const name = baseName(command);
   if (name === 'mcp-sandbox') {
     runAt = 1;
+  } else if (command === 'wsl.exe' && argv[1] === '-e' && argv[2] === 'mcp-sandbox') {
+    // Windows: the mcp-sandbox inside WSL2 (see wsl.ts).
+    runAt = 3;
   } else if (PACKAGE_RUNNERS.has(name)) {
     let i = 1;
     while (i < argv.length && (argv[i] as string).startsWith('-')) i++;
