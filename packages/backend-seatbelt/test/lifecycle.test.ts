@@ -11,7 +11,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Sandbox, SandboxProcess, SandboxSpec } from '@mcpsandbox/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type FdPathStrategy, useFdPathStrategy } from '@mcpsandbox/host-side';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSeatbeltBackend } from '../src/backend.js';
 import { psTable } from '../src/engine/processes.js';
 import { OWNER_FILE, SESSION_PREFIX } from '../src/engine/session-root.js';
@@ -22,6 +23,16 @@ import { decide, parseProfile } from '../src/sbpl/evaluate.js';
 // teardown, sweep, sessions side by side) with a stand-in that enforces nothing. What the
 // profile enforces is checked by the goldens and decision tables, and by the kernel on macOS.
 const STANDIN = new URL('fixtures/standin-sandbox-exec.sh', import.meta.url).pathname;
+
+// macOS has no /proc/self/fd: the host side's no-follow walks (installs, --state, the session
+// root) run here the way they run there.
+let strategy: FdPathStrategy;
+beforeAll(() => {
+  strategy = useFdPathStrategy('portable');
+});
+afterAll(() => {
+  useFdPathStrategy(strategy);
+});
 
 let stateDir: string;
 const open: Sandbox[] = [];
