@@ -122,6 +122,45 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     expect(await untilGone(pids)).toBe(true);
   });
 
+  it('close() removes the session root out of a survivor’s reach: links it swaps in are not followed', async () => {
+    // A process that left its group and lost its parent outlives close() (no pid namespace). It
+    // swaps directories of its home for links to a host folder while the host removes the root.
+    const outside = join(stateDir, 'host-folder');
+    mkdirSync(outside);
+    for (let i = 0; i < 40; i++) writeFileSync(join(outside, `f${i}`), 'host data');
+    const racer = join(stateDir, 'racer.cjs');
+    writeFileSync(
+      racer,
+      `const fs = require('fs'); const h = process.env.HOME; const out = ${JSON.stringify(outside)};
+      console.log(process.pid);
+      const end = Date.now() + 6000; let n = 0;
+      while (Date.now() < end) {
+        for (let d = 0; d < 8; d++) {
+          const p = h + '/d' + d;
+          try { fs.mkdirSync(p); for (let i = 0; i < 40; i++) fs.writeFileSync(p + '/f' + i, 'x'); } catch {}
+          try { fs.renameSync(p, h + '/old' + n++); } catch {}
+          try { fs.symlinkSync(out, p); } catch {}
+          try { fs.unlinkSync(p); } catch {}
+        }
+      }`,
+    );
+    const sandbox = await session();
+    const proc = await sandbox.exec([
+      '/bin/sh',
+      '-c',
+      `(setsid ${process.execPath} ${racer} &); sleep 0.5; exit 0`,
+    ]);
+    const [pid] = await firstLines(proc, 1);
+    await proc.exit;
+    await new Promise((done) => setTimeout(done, 500));
+    await sandbox.close();
+    const left = readdirSync(outside).length;
+    const roots = readdirSync(stateDir).filter((name) => name.startsWith(SESSION_PREFIX));
+    process.kill(pid as number, 'SIGKILL');
+    expect(left).toBe(40);
+    expect(roots).toEqual([]);
+  });
+
   it('a later start sweeps a session whose owner died: its processes and its directory', async () => {
     // A session root as a killed bridge leaves it: an owner that is gone, a group still running.
     const dead = spawn(process.execPath, ['-e', '0']);

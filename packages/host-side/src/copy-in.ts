@@ -12,7 +12,7 @@ import {
 import { open } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { COPY_LIMITS, SandboxFailureError } from '@mcpsandbox/core';
-import { dirPath, forgetFd, rememberDir, rememberDirAt } from './fd-paths.js';
+import { dirPath, fdPathStrategy, forgetFd, rememberDir, rememberDirAt } from './fd-paths.js';
 import { at } from './host-fs.js';
 
 export interface CopyInLimits {
@@ -108,8 +108,10 @@ export async function copyIn(
     mkdirSync(dest, { mode: 0o700 });
     const destFd = openSync(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
     stack.push({ from: top, to: destFd, names: [], next: 0 });
-    rememberDir(top, realpathSync(source));
-    rememberDir(destFd, realpathSync(dest));
+    if (fdPathStrategy() === 'portable') {
+      rememberDir(top, realpathSync(source));
+      rememberDir(destFd, realpathSync(dest));
+    }
     if (owner) fchownSync(destFd, owner.uid, owner.gid);
     (stack[0] as Level).names.push(...listNames(top, limits, count, tooBig));
     while (stack.length > 0) {

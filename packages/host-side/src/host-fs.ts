@@ -123,7 +123,7 @@ export function openOwnedDir(path: string): OpenDir {
   }
   try {
     // The host's own path: its links above (macOS's /var → /private/var) resolved once, here.
-    rememberDir(fd, realpathSync(path));
+    if (fdPathStrategy() === 'portable') rememberDir(fd, realpathSync(path));
   } catch (error) {
     close(fd);
     throw error;

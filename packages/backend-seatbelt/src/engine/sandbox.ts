@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
   adaptChildProcess,
@@ -39,7 +39,7 @@ import {
   sessionProcesses,
   signalAll,
 } from './processes.js';
-import { makeSessionRoot, type SessionRoot, writeOwner } from './session-root.js';
+import { makeSessionRoot, removeOutOfReach, type SessionRoot, writeOwner } from './session-root.js';
 
 export interface SeatbeltSandboxConfig {
   readonly spec: SandboxSpec;
@@ -196,7 +196,12 @@ export class SeatbeltSandbox implements Sandbox {
           readWrite: binds.filter((b) => b.mode === 'rw').map((b) => b.source),
           home,
         });
-        void proc.exit.then(() => rmSync(home, { recursive: true, force: true }));
+        // What the step's processes left goes with the session root if this fails.
+        void proc.exit.then(() => {
+          try {
+            removeOutOfReach(home);
+          } catch {}
+        });
         return proc;
       },
     });
@@ -327,7 +332,14 @@ export class SeatbeltSandbox implements Sandbox {
     this.#egress.close();
     this.#log?.kill();
     this.#config.state?.release();
-    rmSync(this.#root.path, { recursive: true, force: true });
+    try {
+      removeOutOfReach(this.#root.path);
+    } catch (error) {
+      // Left as `<root>.removing`: the next start's sweep takes it.
+      this.#config.logger.warn(
+        `mcp-sandbox: could not remove the session directory yet: ${(error as Error).message}`,
+      );
+    }
   }
 }
 
