@@ -288,10 +288,10 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     for (let i = 0; i < 100 && !warnings.some((w) => w.includes('exited after')); i++)
       await new Promise((d) => setTimeout(d, 100));
     expect(warnings).toContain(
-      'mcp-sandbox: macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
+      'macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
     );
     expect(warnings.find((w) => w.includes('exited after'))).toBe(
-      'mcp-sandbox: the server exited after 1 macOS sandbox refusal(s); the first: macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
+      'the server exited after 1 macOS sandbox refusal(s); the first: macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
     );
   });
 

@@ -116,6 +116,8 @@ export class SeatbeltSandbox implements Sandbox {
   readonly #disarmTtl: () => void;
   #log: { kill(): void } | undefined;
   #closing: Promise<void> | undefined;
+  /** The note of a server that died after refusals, until it is said (close() waits for it). */
+  #refusalNote: Promise<void> | undefined;
 
   private constructor(config: SeatbeltSandboxConfig, egress: SessionEgress) {
     this.#config = config;
@@ -283,14 +285,18 @@ export class SeatbeltSandbox implements Sandbox {
    * rather than leave only "exited before answering". The log's lines trail the exit a little.
    */
   #sayIfRefused(): void {
-    setTimeout(() => {
-      const first = this.#denials.denials[0];
-      if (!first) return;
-      const count = this.#denials.denials.length;
-      this.#config.logger.warn(
-        `mcp-sandbox: the server exited after ${count} macOS sandbox refusal(s); the first: ${denialLine(first).replace(/^mcp-sandbox: /, '')}`,
-      );
-    }, REFUSAL_GRACE_MS).unref();
+    // Kept (and awaited by close()): a bridge that closes at once would exit before it is said.
+    this.#refusalNote = new Promise<void>((done) =>
+      setTimeout(() => {
+        done();
+        const first = this.#denials.denials[0];
+        if (!first) return;
+        const count = this.#denials.denials.length;
+        this.#config.logger.warn(
+          `the server exited after ${count} macOS sandbox refusal(s); the first: ${denialLine(first)}`,
+        );
+      }, REFUSAL_GRACE_MS),
+    );
   }
 
   /**
@@ -329,6 +335,7 @@ export class SeatbeltSandbox implements Sandbox {
       await new Promise((done) => setTimeout(done, 50));
     }
     await Promise.all([...this.#live].map((proc) => proc.exit));
+    await this.#refusalNote;
     this.#egress.close();
     this.#log?.kill();
     this.#config.state?.release();
@@ -336,9 +343,7 @@ export class SeatbeltSandbox implements Sandbox {
       removeOutOfReach(this.#root.path);
     } catch (error) {
       // Left as `<root>.removing`: the next start's sweep takes it.
-      this.#config.logger.warn(
-        `mcp-sandbox: could not remove the session directory yet: ${(error as Error).message}`,
-      );
+      this.#config.logger.warn(`could not remove the session directory yet: ${(error as Error).message}`);
     }
   }
 }
