@@ -23,6 +23,8 @@ describe('seatbelt denials → stderr, trace, trace --suggest', () => {
         BACKEND,
         '--trace',
         trace,
+        '--require-isolation',
+        'os',
         '--',
         process.execPath,
         '-e',
@@ -33,6 +35,10 @@ describe('seatbelt denials → stderr, trace, trace --suggest', () => {
     run.child.stdin.end();
     const result = await run.result;
     expect(result.code).not.toBe(0);
+    // The isolation line: the engine, the kernel, what it enforces and what it leaves.
+    expect(result.stderr).toMatch(
+      /backend seatbelt, isolation os: Seatbelt \(sandbox-exec\) with a profile generated per process, Darwin \S+: reads only .*no pid namespace/,
+    );
     const refusals = result.stderr
       .split('\n')
       .filter((l) => l.startsWith('mcp-sandbox: warning: macOS sandbox refused'));
@@ -52,6 +58,14 @@ describe('seatbelt denials → stderr, trace, trace --suggest', () => {
 
     const suggested = spawnBin(['trace', trace, '--suggest'], env);
     const out = (await suggested.result).stdout.toString().split('\n').filter(Boolean);
+    const strict = spawnBin(
+      ['run', '--backend', BACKEND, '--require-isolation', 'microvm', '--', 'true'],
+      env,
+    );
+    strict.child.stdin.end();
+    const refused = await strict.result;
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('--require-isolation microvm: backend seatbelt gives isolation os');
     expect(out).toContain('--mount /Users/alice/data/report.csv:/Users/alice/data/report.csv:ro');
     expect(out).toContain("--mount '/Users/alice/my notes/today.md:/Users/alice/my notes/today.md:ro'");
     // No flag for the firmlink spelling, an escape sequence, or a quote that would end the quoting.
