@@ -96,10 +96,12 @@ const writes = [
 ];
 
 const kernelSays = (result) => (/Operation not permitted/.test(result.stderr) ? 'deny' : 'allow');
-const check = (what, op, path, argv) => {
+const check = (what, op, path, argv, newPath) => {
+  const resolved = path.startsWith('/System/Volumes/Data') ? path : realOr(path);
   const expected = decide(profile, {
     op,
-    path: path.startsWith('/System/Volumes/Data') ? path : realOr(path),
+    path: resolved,
+    ...(newPath ? { newPath: realOr(newPath) } : {}),
   }).action;
   const got = kernelSays(run(text, argv));
   const line = `${what} ${path}: evaluator ${expected}, kernel ${got}`;
@@ -115,13 +117,22 @@ function realOr(path) {
 }
 for (const path of reads) check('read ', 'file-read-data', path, ['/bin/cat', path]);
 for (const path of writes) check('write', 'file-write-create', path, ['/usr/bin/touch', path]);
-// A hard link in the home to a file outside would give it a readable name: the kernel must refuse.
-check('link ', 'file-link', secret, ['/bin/ln', secret, join(plan.home, 'hardlink')]);
-check('link ', 'file-link', join(mount, 'file.txt'), [
-  '/bin/ln',
-  join(mount, 'file.txt'),
-  join(plan.home, 'hardlink2'),
-]);
+// A hard link in the home to a file outside would give it a readable name (and a write through
+// it would change the file): the kernel must refuse, and the profile allows no link at all.
+writeFileSync(join(plan.home, 'own'), 'x');
+for (const [existing, alias] of [
+  [secret, 'hardlink'],
+  [join(mount, 'file.txt'), 'hardlink2'],
+  [join(plan.home, 'own'), 'hardlink3'],
+]) {
+  check(
+    'link ',
+    'hard-link',
+    existing,
+    ['/bin/ln', existing, join(plan.home, alias)],
+    join(plan.home, alias),
+  );
+}
 
 rmSync(base, { recursive: true, force: true });
 rmSync(mount, { recursive: true, force: true });

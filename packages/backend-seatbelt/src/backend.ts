@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { homedir, release, tmpdir } from 'node:os';
 import {
   type BackendFactoryOptions,
   BackendUnavailableError,
@@ -109,7 +109,7 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
     isolation: 'os',
     describe: () =>
       platform === 'darwin'
-        ? `${SEATBELT_FACTS.engine}: ${SEATBELT_FACTS.enforces}; ${SEATBELT_FACTS.gaps}`
+        ? `${SEATBELT_FACTS.engine}, Darwin ${release()}: ${SEATBELT_FACTS.enforces}; ${SEATBELT_FACTS.gaps}`
         : `seatbelt: macOS only (this is ${platform})`,
     async create(spec, createOptions) {
       if (platform !== 'darwin' && options.sandboxExec === undefined) {

@@ -2,8 +2,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { generateProfile } from '../src/profile/generate.js';
 import { decide, parseProfile } from '../src/sbpl/evaluate.js';
-import { ISSUE_QUESTIONS } from './issue-questions.js';
-import { type PlanName, plans } from './plans.js';
+import { ISSUE_QUESTIONS, type Question, RW_MOUNT } from './issue-questions.js';
+import { HOST_HOME, type PlanName, plans, SESSION_ROOT } from './plans.js';
 
 // srt's goldens are read, never written: they are what `--backend srt` hands sandbox-exec today.
 const SRT_GOLDENS = ['macos-no-grants', 'macos-rw-mount', 'macos-network-grant', 'macos-state'] as const;
@@ -11,12 +11,23 @@ const srtProfile = (name: string) =>
   parseProfile(readFileSync(new URL(`../../backend-srt/test/golden/${name}.sb`, import.meta.url), 'utf8'));
 const TABLE = new URL('golden/decision-table.md', import.meta.url);
 
+/** srt's goldens name their session root and rw mount otherwise: each question in their spelling. */
+function inSrtSpelling(query: Question['query']): Question['query'] {
+  const srt = (path: string | undefined) =>
+    path
+      ?.replace(SESSION_ROOT, '/private/var/folders/xy/T/mcp-sandbox-srt-AbCdEf')
+      .replace(RW_MOUNT, `${HOST_HOME}/notes`);
+  const path = srt(query.path);
+  const newPath = srt(query.newPath);
+  return { ...query, ...(path ? { path } : {}), ...(newPath ? { newPath } : {}) };
+}
+
 /** The closing note's table: each question of the issue, srt's answer per golden, and ours. */
 function table(): string {
   const before = SRT_GOLDENS.map((name) => ({ name, profile: srtProfile(name) }));
   const after = (Object.keys(plans) as PlanName[]).map((name) => parseProfile(generateProfile(plans[name])));
   const rows = ISSUE_QUESTIONS.map((q) => {
-    const srt = before.map(({ profile }) => decide(profile, q.query).action);
+    const srt = before.map(({ profile }) => decide(profile, inSrtSpelling(q.query)).action);
     const ours = new Set(after.map((profile) => decide(profile, q.query).action));
     return `| ${q.name} | ${srt.join(' | ')} | ${[...ours].join('/')} |`;
   });

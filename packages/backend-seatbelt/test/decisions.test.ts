@@ -67,6 +67,39 @@ describe('what the plan grants is allowed, and only that', () => {
     expect(ask('rw-mount', { op: 'file-write-data', path: `${HOST_HOME}/project-other/x` })).toBe('deny');
   });
 
+  it('no hard link, not even inside the writable paths (whatever path file-link is matched against)', () => {
+    const home = `${SESSION_ROOT}/home`;
+    for (const name of Object.keys(plans) as PlanName[]) {
+      const writable = [...plans[name].readWrite, plans[name].home, plans[name].tmp];
+      for (const dir of writable) {
+        expect(ask(name, { op: 'file-link', path: `${dir}/a` }), `${name} ${dir}`).toBe('deny');
+        expect(ask(name, { op: 'hard-link', path: `${dir}/a`, newPath: `${dir}/b` }), dir).toBe('deny');
+      }
+    }
+    expect(ask('rw-mount', { op: 'hard-link', path: `${HOST_HOME}/project/x`, newPath: `${home}/x` })).toBe(
+      'deny',
+    );
+  });
+
+  it('in a rw mount, .git and .claude are neither moved, removed nor made; what is inside .git works', () => {
+    const mount = `${HOST_HOME}/project`;
+    for (const path of [`${mount}/.git`, `${mount}/sub/.git`, `${mount}/.claude`]) {
+      for (const op of ['file-write-unlink', 'file-write-create', 'file-write-mode']) {
+        expect(ask('rw-mount', { op, path }), `${op} ${path}`).toBe('deny');
+      }
+    }
+    for (const path of [
+      `${mount}/.git/objects/ab/cdef`,
+      `${mount}/.git/index`,
+      `${mount}/.git/refs/heads/x`,
+    ]) {
+      expect(ask('rw-mount', { op: 'file-write-create', path }), path).toBe('allow');
+    }
+    expect(ask('rw-mount', { op: 'file-write-create', path: `${mount}/.github/workflows/ci.yml` })).toBe(
+      'allow',
+    );
+  });
+
   it('the --state home replaces the private one', () => {
     const home = plans.state.home;
     expect(ask('state', { op: 'file-write-data', path: `${home}/notes.db` })).toBe('allow');

@@ -1,5 +1,5 @@
 import type { Query } from '../src/sbpl/evaluate.js';
-import { HOST_HOME } from './plans.js';
+import { HOST_HOME, SESSION_ROOT } from './plans.js';
 
 /** One question of the issue's list, with a name that says what a "yes" would give away. */
 export interface Question {
@@ -8,6 +8,15 @@ export interface Question {
 }
 
 const read = (name: string, path: string): Question => ({ name, query: { op: 'file-read-data', path } });
+
+/** The rw mount of the rw-mount plan (srt's golden mounts `notes`: the table asks it there). */
+export const RW_MOUNT = `${HOST_HOME}/project`;
+/** Where link questions create their name: the session home. */
+export const LINK_HOME = `${SESSION_ROOT}/home`;
+const link = (name: string, existing: string): Question => ({
+  name,
+  query: { op: 'hard-link', path: existing, newPath: `${LINK_HOME}/alias` },
+});
 
 /**
  * Everything the issue lists as reachable under srt's profile, as the kernel would be asked
@@ -47,6 +56,24 @@ export const ISSUE_QUESTIONS: readonly Question[] = [
     query: { op: 'file-write-data', path: `${HOST_HOME}/.zshrc` },
   },
   { name: 'hard link to the SSH key', query: { op: 'file-link', path: `${HOST_HOME}/.ssh/id_ed25519` } },
+  link('hard link of the SSH key into the session home', `${HOST_HOME}/.ssh/id_ed25519`),
+  link(
+    'hard link of the runtime into the session home (writes through)',
+    '/usr/local/Cellar/node@22/22.12.0/bin/node',
+  ),
+  link('hard link of a rw mount’s git hook into the session home', `${RW_MOUNT}/.git/hooks/pre-commit`),
+  {
+    name: 'move a rw mount’s .git away (to edit its hooks and move it back)',
+    query: { op: 'file-write-unlink', path: `${RW_MOUNT}/.git` },
+  },
+  {
+    name: 'make a .git in a rw mount (a prepared directory renamed there)',
+    query: { op: 'file-write-create', path: `${RW_MOUNT}/vendor/lib/.git` },
+  },
+  {
+    name: 'make a .claude in a rw mount (agent commands of its choice)',
+    query: { op: 'file-write-create', path: `${RW_MOUNT}/.claude` },
+  },
   ...[
     'com.apple.coreservices.launchservicesd',
     'com.apple.lsd.mapdb',

@@ -11,7 +11,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Sandbox, SandboxProcess, SandboxSpec } from '@mcpsandbox/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type FdPathStrategy, useFdPathStrategy } from '@mcpsandbox/host-side';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSeatbeltBackend } from '../src/backend.js';
 import { psTable } from '../src/engine/processes.js';
 import { OWNER_FILE, SESSION_PREFIX } from '../src/engine/session-root.js';
@@ -22,6 +23,16 @@ import { decide, parseProfile } from '../src/sbpl/evaluate.js';
 // teardown, sweep, sessions side by side) with a stand-in that enforces nothing. What the
 // profile enforces is checked by the goldens and decision tables, and by the kernel on macOS.
 const STANDIN = new URL('fixtures/standin-sandbox-exec.sh', import.meta.url).pathname;
+
+// macOS has no /proc/self/fd: the host side's no-follow walks (installs, --state, the session
+// root) run here the way they run there.
+let strategy: FdPathStrategy;
+beforeAll(() => {
+  strategy = useFdPathStrategy('portable');
+});
+afterAll(() => {
+  useFdPathStrategy(strategy);
+});
 
 let stateDir: string;
 const open: Sandbox[] = [];
@@ -109,6 +120,45 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     expect(pids.every(alive)).toBe(true);
     await sandbox.close();
     expect(await untilGone(pids)).toBe(true);
+  });
+
+  it('close() removes the session root out of a survivor’s reach: links it swaps in are not followed', async () => {
+    // A process that left its group and lost its parent outlives close() (no pid namespace). It
+    // swaps directories of its home for links to a host folder while the host removes the root.
+    const outside = join(stateDir, 'host-folder');
+    mkdirSync(outside);
+    for (let i = 0; i < 40; i++) writeFileSync(join(outside, `f${i}`), 'host data');
+    const racer = join(stateDir, 'racer.cjs');
+    writeFileSync(
+      racer,
+      `const fs = require('fs'); const h = process.env.HOME; const out = ${JSON.stringify(outside)};
+      console.log(process.pid);
+      const end = Date.now() + 6000; let n = 0;
+      while (Date.now() < end) {
+        for (let d = 0; d < 8; d++) {
+          const p = h + '/d' + d;
+          try { fs.mkdirSync(p); for (let i = 0; i < 40; i++) fs.writeFileSync(p + '/f' + i, 'x'); } catch {}
+          try { fs.renameSync(p, h + '/old' + n++); } catch {}
+          try { fs.symlinkSync(out, p); } catch {}
+          try { fs.unlinkSync(p); } catch {}
+        }
+      }`,
+    );
+    const sandbox = await session();
+    const proc = await sandbox.exec([
+      '/bin/sh',
+      '-c',
+      `(setsid ${process.execPath} ${racer} &); sleep 0.5; exit 0`,
+    ]);
+    const [pid] = await firstLines(proc, 1);
+    await proc.exit;
+    await new Promise((done) => setTimeout(done, 500));
+    await sandbox.close();
+    const left = readdirSync(outside).length;
+    const roots = readdirSync(stateDir).filter((name) => name.startsWith(SESSION_PREFIX));
+    process.kill(pid as number, 'SIGKILL');
+    expect(left).toBe(40);
+    expect(roots).toEqual([]);
   });
 
   it('a later start sweeps a session whose owner died: its processes and its directory', async () => {
@@ -238,10 +288,10 @@ describe('the seatbelt engine’s lifecycle (stand-in sandbox-exec on Linux)', (
     for (let i = 0; i < 100 && !warnings.some((w) => w.includes('exited after')); i++)
       await new Promise((d) => setTimeout(d, 100));
     expect(warnings).toContain(
-      'mcp-sandbox: macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
+      'macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
     );
     expect(warnings.find((w) => w.includes('exited after'))).toBe(
-      'mcp-sandbox: the server exited after 1 macOS sandbox refusal(s); the first: macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
+      'the server exited after 1 macOS sandbox refusal(s); the first: macOS sandbox refused file-read-data /Users/alice/data/in.csv (node, pid 4242); to allow it: --mount /Users/alice/data/in.csv:/Users/alice/data/in.csv:ro',
     );
   });
 

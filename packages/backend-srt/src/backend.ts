@@ -17,8 +17,8 @@ import {
   unwritableMountWarnings,
   uvCacheRoot,
 } from '@mcpsandbox/host-side';
-import { enforcedBy, refuseUnsupportedCommands, SRT_VERSION, srtEngine } from './engine.js';
-import { checkPathMounts, srtPlatformOf, userDataRoots } from './policy.js';
+import { enforcedBy, SRT_VERSION, srtEngine } from './engine.js';
+import { checkPathMounts, srtPlatformOf, userDataRoots, WINDOWS_REFUSAL } from './policy.js';
 import { SrtSandbox } from './sandbox.js';
 
 export interface SrtBackendOptions extends BackendFactoryOptions {
@@ -58,12 +58,13 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
     describe: () =>
       facts
         ? `sandbox-runtime ${SRT_VERSION}, ${facts.engine}: ${facts.enforces}${facts.gaps.startsWith('none') ? '' : `; ${facts.gaps}`}`
-        : `sandbox-runtime ${SRT_VERSION}: not available on ${process.platform}`,
+        : (options.platform ?? process.platform) === 'win32'
+          ? `sandbox-runtime ${SRT_VERSION}: ${WINDOWS_REFUSAL}`
+          : `sandbox-runtime ${SRT_VERSION}: not available on ${process.platform}`,
     async create(spec, createOptions) {
       checkPathMounts(spec.mounts ?? []);
       const grants = (spec.network?.allow ?? []).map(parseGrant);
       const engine = await srtEngine(options.platform ?? process.platform);
-      refuseUnsupportedCommands(engine.platform);
       createOptions?.signal?.throwIfAborted();
       const home = hostEnv.HOME ?? homedir();
       // As root the sandbox runs as another user: the install cache and states are local's too.

@@ -4,15 +4,8 @@ import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox
 import { BackendUnavailableError } from '@mcpsandbox/core';
 import { EgressSwitch } from './egress-switch.js';
 import { adoptBridgeSockets, type LinuxShims, linuxShims, type RunAs, runAsFor } from './linux-engine.js';
-import { type SrtPlatform, srtPlatformOf } from './policy.js';
+import { type SrtPlatform, srtPlatformOf, WINDOWS_REFUSAL } from './policy.js';
 import { srtManagerConfig } from './profile.js';
-import {
-  checkWindowsEngine,
-  pinnedInstructions,
-  type SrtWindowsApi,
-  srtWindowsApi,
-  windowsManagerConfig,
-} from './windows.js';
 
 /** The exact sandbox-runtime release this backend was written and tested against. */
 export const SRT_VERSION = '0.0.83';
@@ -22,7 +15,7 @@ export interface SrtEngine {
   readonly version: string;
   /** Where srt's own package lives: read-only inside, and never under a writable path. */
   readonly packageDir: string;
-  /** Every directory holding code the host runs for a session (srt, srt-win, the bwrap shim): never writable inside. */
+  /** Every directory holding code the host runs for a session (srt, the bwrap shim): never writable inside. */
   readonly hostCodeDirs: readonly string[];
   readonly egress: EgressSwitch;
   /** The loopback port inside the sandbox where the proxy is reached (srt's bridge on Linux). */
@@ -51,18 +44,11 @@ export function enforcedBy(platform: SrtPlatform): {
       gaps: 'no pid namespace: teardown kills the process group and every descendant it can find; a process that leaves both can outlive the session',
     };
   }
-  if (platform === 'linux') {
-    return {
-      engine: 'bubblewrap via srt',
-      enforces:
-        'user, pid and network namespaces, seccomp (no unix sockets, no set-id bits or file capabilities), as nobody when run as root, file reads denied under the user data roots except what is granted, writes only to the private home and tmp and rw mounts, network only to the host egress proxy, nothing left after a killed bridge',
-      gaps: 'none beyond those of bubblewrap',
-    };
-  }
   return {
-    engine: 'srt-win (a sandbox user, write-restricted token, WFP egress filter)',
-    enforces: 'as srt documents for Windows',
-    gaps: 'not verified by this project',
+    engine: 'bubblewrap via srt',
+    enforces:
+      'user, pid and network namespaces, seccomp (no unix sockets, no set-id bits or file capabilities), as nobody when run as root, file reads denied under the user data roots except what is granted, writes only to the private home and tmp and rw mounts, network only to the host egress proxy, nothing left after a killed bridge',
+    gaps: 'none beyond those of bubblewrap',
   };
 }
 
@@ -73,7 +59,6 @@ export interface SrtEngineDeps {
     typeof SandboxManager,
     'checkDependencies' | 'initialize' | 'getLinuxHttpSocketPath' | 'getLinuxSocksSocketPath'
   >;
-  readonly windows: SrtWindowsApi;
   /** The host listener srt's proxy settings point at, on a port in `range` when given. */
   readonly openEgress: (range?: readonly [number, number]) => Promise<EgressSwitch>;
   /** Linux: the bwrap and socat srt runs, shims that keep the promises (see `linux-engine.ts`). */
@@ -86,7 +71,6 @@ export function defaultEngineDeps(platform: NodeJS.Platform = process.platform):
   return {
     platform,
     manager: SandboxManager,
-    windows: srtWindowsApi,
     openEgress: (range) => EgressSwitch.open(range),
     bwrapShim: () => linuxShims(process.env.PATH),
   };
@@ -111,9 +95,9 @@ export function srtEngine(platform: NodeJS.Platform = process.platform): Promise
 export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
   const platform = srtPlatformOf(deps.platform);
   if (!platform) {
-    throw new BackendUnavailableError(`the srt backend does not run on ${deps.platform}`, {
-      code: 'E_SRT_PLATFORM',
-    });
+    const message =
+      deps.platform === 'win32' ? WINDOWS_REFUSAL : `the srt backend does not run on ${deps.platform}`;
+    throw new BackendUnavailableError(message, { code: 'E_SRT_PLATFORM' });
   }
   const uid = 'uid' in deps ? deps.uid : process.getuid?.();
   if (platform === 'macos' && uid === 0) {
@@ -123,37 +107,28 @@ export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
       { code: 'E_SRT_ROOT' },
     );
   }
-  let config: SandboxRuntimeConfig;
-  let shim: LinuxShims | undefined;
-  let egress: EgressSwitch;
-  if (platform === 'windows') {
-    const { srtWin } = await checkWindowsEngine(deps.windows, SRT_VERSION);
-    egress = await deps.openEgress(deps.windows.proxyPortRange);
-    config = { ...srtManagerConfig(egress.port), ...windowsManagerConfig(srtWin) };
-  } else {
-    const check = deps.manager.checkDependencies();
-    if (check.errors.length > 0) {
-      throw new BackendUnavailableError(
-        `the srt backend cannot start: ${check.errors.join('; ')}. ${installHint(platform)}`,
-        { code: 'E_SRT_DEPENDENCIES' },
-      );
-    }
-    shim = platform === 'linux' ? deps.bwrapShim() : undefined;
-    if (platform === 'linux' && !shim) {
-      throw new BackendUnavailableError(
-        `the srt backend cannot start: bubblewrap was not found. ${installHint(platform)}`,
-        {
-          code: 'E_SRT_DEPENDENCIES',
-        },
-      );
-    }
-    egress = await deps.openEgress();
-    config = {
-      ...srtManagerConfig(egress.port),
-      ...(shim ? { bwrapPath: shim.path } : {}),
-      ...(shim?.socat ? { socatPath: shim.socat } : {}),
-    };
+  const check = deps.manager.checkDependencies();
+  if (check.errors.length > 0) {
+    throw new BackendUnavailableError(
+      `the srt backend cannot start: ${check.errors.join('; ')}. ${installHint(platform)}`,
+      { code: 'E_SRT_DEPENDENCIES' },
+    );
   }
+  const shim = platform === 'linux' ? deps.bwrapShim() : undefined;
+  if (platform === 'linux' && !shim) {
+    throw new BackendUnavailableError(
+      `the srt backend cannot start: bubblewrap was not found. ${installHint(platform)}`,
+      {
+        code: 'E_SRT_DEPENDENCIES',
+      },
+    );
+  }
+  const egress = await deps.openEgress();
+  const config: SandboxRuntimeConfig = {
+    ...srtManagerConfig(egress.port),
+    ...(shim ? { bwrapPath: shim.path } : {}),
+    ...(shim?.socat ? { socatPath: shim.socat } : {}),
+  };
   try {
     await deps.manager.initialize(config);
   } catch (error) {
@@ -186,8 +161,7 @@ export async function startSrtEngine(deps: SrtEngineDeps): Promise<SrtEngine> {
 export function installHint(platform: SrtPlatform): string {
   if (platform === 'linux')
     return 'Install bubblewrap, socat and ripgrep (apt-get install bubblewrap socat ripgrep)';
-  if (platform === 'macos') return 'Install ripgrep (brew install ripgrep); sandbox-exec ships with macOS';
-  return `${pinnedInstructions(srtWindowsApi, SRT_VERSION)}\nRun the install from an elevated prompt (Run as administrator)`;
+  return 'Install ripgrep (brew install ripgrep); sandbox-exec ships with macOS';
 }
 
 /** The directory of the installed sandbox-runtime package. */
@@ -195,19 +169,6 @@ export function srtPackageDir(): string {
   const require = createRequire(import.meta.url);
   // …/sandbox-runtime/dist/index.js, in the OS's own spelling (backslashes on Windows).
   return dirname(dirname(require.resolve('@anthropic-ai/sandbox-runtime')));
-}
-
-/**
- * srt 0.0.83 on Windows takes only per-command denies (`srt-win exec --deny-*`; a per-command
- * allow list throws), and each command here has its own allow list: so no command runs there
- * yet. Said once srt-win is known to be ready, so that a missing install is reported first.
- */
-export function refuseUnsupportedCommands(platform: SrtPlatform): void {
-  if (platform !== 'windows') return;
-  throw new BackendUnavailableError(
-    `the srt backend does not run commands on Windows yet: srt-win is installed and ready, but sandbox-runtime ${SRT_VERSION} takes only per-command denies there and this backend gives each command its own allow list. Use --backend e2b, or run on Linux or macOS`,
-    { code: 'E_SRT_PLATFORM' },
-  );
 }
 
 /** What `doctor` shows for this backend: its engine here, or why it cannot start, naming the engine. */
@@ -218,7 +179,7 @@ export async function probeSrt(
   const srtPlatform = srtPlatformOf(platform);
   const engine = srtPlatform ? enforcedBy(srtPlatform).engine : `no srt engine for ${platform}`;
   try {
-    refuseUnsupportedCommands((await start(platform)).platform);
+    await start(platform);
   } catch (error) {
     if (!(error instanceof BackendUnavailableError)) throw error;
     throw new BackendUnavailableError(`${engine}, sandbox-runtime ${SRT_VERSION}: ${error.message}`, {

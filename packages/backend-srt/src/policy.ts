@@ -1,16 +1,22 @@
 import { tmpdir } from 'node:os';
-import { dirname, resolve, win32 } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { type MountSpec, UsageError } from '@mcpsandbox/core';
 
-/** The OS whose sandbox srt drives: Seatbelt on macOS, bubblewrap on Linux, srt-win on Windows. */
-export type SrtPlatform = 'macos' | 'linux' | 'windows';
+/**
+ * The OS whose sandbox srt drives: Seatbelt on macOS, bubblewrap on Linux. srt's Windows engine is
+ * not used: it cannot pass the promise suite that holds `local` (see {@link WINDOWS_REFUSAL}).
+ */
+export type SrtPlatform = 'macos' | 'linux';
 
 export function srtPlatformOf(platform: NodeJS.Platform): SrtPlatform | undefined {
   if (platform === 'darwin') return 'macos';
   if (platform === 'linux') return 'linux';
-  if (platform === 'win32') return 'windows';
   return undefined;
 }
+
+/** What srt says on Windows: the supported path there is `local` inside WSL2. */
+export const WINDOWS_REFUSAL =
+  "the srt backend does not run on Windows (srt's Windows engine cannot keep the promises `local` keeps). Run mcp-sandbox inside WSL2, where `local` is bubblewrap: wsl.exe -e mcp-sandbox run … (install WSL2 with: wsl --install)";
 
 /**
  * Where users keep their data on each OS. srt reads everything it is not told to deny, so these
@@ -20,46 +26,15 @@ export function userDataRoots(
   platform: SrtPlatform,
   hostHome: string,
   tmp: string = tmpdir(),
-  env: Readonly<Record<string, string | undefined>> = process.env,
+  // Read by the Windows engine this backend no longer uses; kept so callers need not change.
+  _env: Readonly<Record<string, string | undefined>> = process.env,
 ): string[] {
-  if (platform === 'windows') return windowsDataRoots(hostHome, tmp, env);
   const roots =
     platform === 'macos'
       ? ['/Users', '/var/root', '/Volumes', '/tmp', '/private/tmp', '/private/var/folders', '/var/folders']
       : ['/home', '/root', '/tmp', '/var/tmp', '/mnt', '/media', '/srv', '/run/user'];
   for (const extra of [hostHome, dirname(hostHome), tmp]) {
     if (extra !== '/' && !roots.includes(extra)) roots.push(extra);
-  }
-  return roots;
-}
-
-/**
- * Windows, in its own spelling (`path.win32`, whatever OS computes it): the user's profile and
- * the folder of every profile (other users' and Public), the roaming and local application data
- * and the temp dir (redirected ones live elsewhere), and ProgramData. Never a drive root.
- */
-function windowsDataRoots(
-  hostHome: string,
-  tmp: string,
-  env: Readonly<Record<string, string | undefined>>,
-): string[] {
-  const candidates = [
-    hostHome,
-    win32.dirname(hostHome),
-    env.USERPROFILE,
-    env.APPDATA,
-    env.LOCALAPPDATA,
-    env.TEMP,
-    env.TMP,
-    tmp,
-    env.ProgramData ?? env.PROGRAMDATA,
-  ];
-  const roots: string[] = [];
-  for (const candidate of candidates) {
-    if (!candidate || !win32.isAbsolute(candidate)) continue;
-    const path = win32.resolve(candidate);
-    if (win32.parse(path).root === path) continue;
-    if (!roots.some((root) => root.toLowerCase() === path.toLowerCase())) roots.push(path);
   }
   return roots;
 }

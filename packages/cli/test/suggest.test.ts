@@ -82,6 +82,29 @@ describe('trace --suggest on macOS Seatbelt denials', () => {
     expect(skipped).toBe(0);
   });
 
+  it('a refused write to a git hook, shell startup file or agent setting gets no rw flag (it would lift the rule)', () => {
+    const targets = [
+      '/Users/alice/project/.git/hooks/pre-commit',
+      '/Users/alice/project/.git/config',
+      '/Users/alice/project/sub/.zshrc',
+      '/Users/alice/project/.claude/settings.json',
+      '/Users/alice/project/.git',
+      '/Users/alice/project/.vscode/tasks.json',
+    ];
+    const { grants, skipped } = suggestGrants(
+      targets.map((target) => record('sandbox.seatbelt-denial', { op: 'file-write-create', target })),
+    );
+    expect(grants).toEqual([]);
+    expect(skipped).toBe(targets.length);
+    // Reading them is another matter: a read-only mount is what the user would give.
+    const read = suggestGrants([
+      record('sandbox.seatbelt-denial', { op: 'file-read-data', target: '/Users/alice/project/.git/config' }),
+    ]);
+    expect(read.grants).toEqual([
+      '--mount /Users/alice/project/.git/config:/Users/alice/project/.git/config:ro',
+    ]);
+  });
+
   it('a path the sandbox chose to be shell code, a terminal escape or a relative name gets no flag', () => {
     const { grants, skipped } = suggestGrants([
       record('sandbox.seatbelt-denial', {

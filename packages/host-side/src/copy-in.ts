@@ -7,10 +7,12 @@ import {
   mkdirSync,
   opendirSync,
   openSync,
+  realpathSync,
 } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { COPY_LIMITS, SandboxFailureError } from '@mcpsandbox/core';
+import { dirPath, fdPathStrategy, forgetFd, rememberDir, rememberDirAt } from './fd-paths.js';
 import { at } from './host-fs.js';
 
 export interface CopyInLimits {
@@ -56,7 +58,7 @@ function errno(error: unknown): string | undefined {
  * mount: the sandbox gets a private writable copy and nothing comes back. The source may have
  * been written by a sandbox (a folder granted read-write, in this session or an earlier one), so
  * it is walked as attacker-chosen: by directory descriptor, each entry opened `O_NOFOLLOW`
- * relative to its parent's descriptor (`/proc/self/fd/<fd>/<name>`) and checked with `fstat`,
+ * relative to its parent's descriptor (fd-paths.ts: `/proc/self/fd/<fd>/<name>` on Linux) and checked with `fstat`,
  * so a folder swapped for a link mid-copy is refused, not followed, and no path longer than one
  * name is ever built (no `ENAMETOOLONG`, no recursion). Files, bytes, directories, entries and
  * depth are capped, against what was actually opened.
@@ -106,14 +108,17 @@ export async function copyIn(
     mkdirSync(dest, { mode: 0o700 });
     const destFd = openSync(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
     stack.push({ from: top, to: destFd, names: [], next: 0 });
+    if (fdPathStrategy() === 'portable') {
+      rememberDir(top, realpathSync(source));
+      rememberDir(destFd, realpathSync(dest));
+    }
     if (owner) fchownSync(destFd, owner.uid, owner.gid);
     (stack[0] as Level).names.push(...listNames(top, limits, count, tooBig));
     while (stack.length > 0) {
       const level = stack[stack.length - 1] as Level;
       const name = level.names[level.next++];
       if (name === undefined) {
-        closeSync(level.from);
-        closeSync(level.to);
+        closeLevel(level);
         stack.pop();
         continue;
       }
@@ -124,10 +129,7 @@ export async function copyIn(
     if (stack.length === 0) closeSync(top);
     throw error;
   } finally {
-    for (const level of stack) {
-      closeSync(level.from);
-      closeSync(level.to);
-    }
+    for (const level of stack) closeLevel(level);
   }
   return { files: count.files, bytes: count.bytes, skipped: count.skipped };
 }
@@ -139,7 +141,7 @@ type TooBig = (what: string) => SandboxFailureError;
 /** The names in a directory, read in batches, each counted against the entry cap as it is read. */
 function listNames(dirFd: number, limits: Limits, count: Counts, tooBig: TooBig): string[] {
   const names: string[] = [];
-  const dir = opendirSync(`/proc/self/fd/${dirFd}`);
+  const dir = opendirSync(dirPath(dirFd));
   try {
     for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
       if (++count.entries > limits.maxEntries) throw tooBig(`more than ${limits.maxEntries} entries`);
@@ -191,15 +193,25 @@ async function copyEntry(
     mkdirSync(at(level.to, name), { mode: 0o700 });
     const to = openSync(at(level.to, name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
     try {
+      rememberDirAt(fd, level.from, name);
+      rememberDirAt(to, level.to, name);
       if (owner) fchownSync(to, owner.uid, owner.gid);
       return { from: fd, to, names: listNames(fd, limits, count, tooBig), next: 0 };
     } catch (error) {
+      forgetFd(to);
       closeSync(to);
       throw error;
     }
   } catch (error) {
     closeSync(fd);
     throw error;
+  }
+}
+
+function closeLevel(level: Level): void {
+  for (const fd of [level.from, level.to]) {
+    forgetFd(fd);
+    closeSync(fd);
   }
 }
 

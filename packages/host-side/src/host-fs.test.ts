@@ -5,6 +5,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -12,11 +13,13 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FdPathStrategy, useFdPathStrategy } from './fd-paths.js';
 import {
   closeDir,
   lstatAt,
   type OpenDir,
+  openDirAt,
   openOwnedDir,
   readFileAt,
   removeAt,
@@ -45,7 +48,61 @@ afterEach(() => {
   rmSync(base, { recursive: true, force: true });
 });
 
-describe('host-fs: operations on a tree the sandbox wrote', () => {
+// Each case runs with /proc/self/fd (Linux) and with the portable strategy macOS uses.
+const strategies: readonly FdPathStrategy[] = ['proc', 'portable'];
+describe.each(strategies)('host-fs (%s): operations on a tree the sandbox wrote', (strategy) => {
+  let previous: FdPathStrategy;
+  beforeAll(() => {
+    previous = useFdPathStrategy(strategy);
+  });
+  afterAll(() => {
+    useFdPathStrategy(previous);
+  });
+
+  it('a directory swapped for a link after the host opened it: nothing outside is written or removed', () => {
+    mkdirSync(join(tree, 'sub'));
+    const sub = openDirAt(dir, 'sub') as OpenDir;
+    try {
+      renameSync(join(tree, 'sub'), join(tree, 'moved'));
+      symlinkSync(outside, join(tree, 'sub'));
+      const attempts = [
+        () => writeFileAt(sub, 'victim', 'planted'),
+        () => removeAt(sub, 'victim'),
+        () => sealTree(sub, { fromUid: process.getuid?.() ?? 0 }),
+      ];
+      for (const attempt of attempts) {
+        if (strategy === 'portable') expect(attempt).toThrow(/changed under the host/);
+        else attempt();
+      }
+      expect(readFileSync(join(outside, 'victim'), 'utf8')).toBe('host data');
+    } finally {
+      closeDir(sub);
+    }
+  });
+
+  it('a link planted above an opened directory: the host does not follow it', () => {
+    mkdirSync(join(tree, 'a', 'b'), { recursive: true });
+    mkdirSync(join(outside, 'b'));
+    writeFileSync(join(outside, 'b', 'victim'), 'host data');
+    const a = openDirAt(dir, 'a') as OpenDir;
+    const b = openDirAt(a, 'b') as OpenDir;
+    try {
+      renameSync(join(tree, 'a'), join(tree, 'a2'));
+      symlinkSync(outside, join(tree, 'a'));
+      if (strategy === 'portable') {
+        expect(() => removeAt(b, 'victim')).toThrow(/changed under the host/);
+        expect(() => readFileAt(b, ['victim'], 100)).toThrow(/changed under the host/);
+      } else {
+        removeAt(b, 'victim');
+        expect(readFileAt(b, ['victim'], 100)).toBeUndefined();
+      }
+      expect(readFileSync(join(outside, 'b', 'victim'), 'utf8')).toBe('host data');
+    } finally {
+      closeDir(b);
+      closeDir(a);
+    }
+  });
+
   it('reads a regular file, and refuses a symlink as the file or on the way', () => {
     mkdirSync(join(tree, 'a'));
     writeFileSync(join(tree, 'a', 'f.json'), '{}');

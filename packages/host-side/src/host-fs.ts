@@ -2,7 +2,8 @@
  * File operations the host performs on trees the sandbox could have written (the install staging
  * directory, the sandbox's private home, state directories of earlier sessions).
  *
- * Node 20 has no `openat`, `fchownat` or `unlinkat`. Linux gives the same guarantee through
+ * Node 20 has no `openat`, `fchownat` or `unlinkat` (fd-paths.ts says how entries are named on
+ * Linux and, without /proc, on macOS). Linux gives the same guarantee through
  * `/proc/self/fd/<fd>/<name>`: the kernel resolves `/proc/self/fd/<fd>` to the very directory
  * the descriptor holds (a "magic link", never re-walked by name), so only `<name>` is looked up,
  * inside that directory. With `O_NOFOLLOW` on that last component, a symlink planted anywhere in
@@ -19,22 +20,35 @@ import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
   chownSync,
-  closeSync as close,
+  closeSync as closeFd,
   constants,
   fchmodSync,
   fstatSync,
   fsyncSync,
+  lstatSync,
   opendirSync,
   openSync,
   readdirSync,
   readSync,
+  realpathSync,
   renameSync,
   rmdirSync,
   type Stats,
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { SandboxFailureError } from '@mcpsandbox/core';
+import {
+  dirPath,
+  entryPath,
+  fdPathStrategy,
+  forgetFd,
+  HostFsError,
+  rememberDir,
+  rememberDirAt,
+  rememberEntry,
+} from './fd-paths.js';
+
+export { HostFsError };
 
 /** Counts each entry a walk meets and throws past its limit (tree-usage.ts's TreeCounter). */
 export interface EntryCounter {
@@ -48,23 +62,19 @@ const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK
 /** A deeper tree than any real install: the walk refuses it rather than recurse without bound. */
 const MAX_DEPTH = 200;
 
-export class HostFsError extends SandboxFailureError {
-  constructor(message: string, cause?: unknown) {
-    super(message, { code: 'E_HOST_FS', ...(cause === undefined ? {} : { cause }) });
-    this.name = 'HostFsError';
-  }
-}
-
-/** `/proc/self/fd/<fd>/<name>`, after checking that `name` is one plain path component. */
+/** Entry `name` of the directory `dirFd` holds (`/proc/self/fd/<fd>/<name>` on Linux), `name` one component. */
 export function at(dirFd: number, name: string): string {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
-    throw new HostFsError(`refusing the path component ${JSON.stringify(name)}`);
-  }
-  return `/proc/self/fd/${dirFd}/${name}`;
+  return entryPath(dirFd, name);
 }
 
 function self(fd: number): string {
-  return `/proc/self/fd/${fd}`;
+  return dirPath(fd);
+}
+
+/** Closes a descriptor (or drops a portable entry handle, which is none) and forgets its path. */
+function close(fd: number): void {
+  forgetFd(fd);
+  if (fd >= 0) closeFd(fd);
 }
 
 function errno(error: unknown): string | undefined {
@@ -111,6 +121,13 @@ export function openOwnedDir(path: string): OpenDir {
       `${path} must be owned by uid ${uid} and writable by nobody else (mode ${(stat.mode & 0o7777).toString(8)}, owner ${stat.uid}); fix its owner and mode or choose another directory`,
     );
   }
+  try {
+    // The host's own path: its links above (macOS's /var → /private/var) resolved once, here.
+    if (fdPathStrategy() === 'portable') rememberDir(fd, realpathSync(path));
+  } catch (error) {
+    close(fd);
+    throw error;
+  }
   return { fd, stat };
 }
 
@@ -128,6 +145,12 @@ export function openDirAt(dir: OpenDir, name: string): OpenDir | undefined {
   if (stat.dev !== dir.stat.dev) {
     close(fd);
     throw new HostFsError(`${name} is on another file system`);
+  }
+  try {
+    rememberDirAt(fd, dir.fd, name);
+  } catch (error) {
+    close(fd);
+    throw error;
   }
   return { fd, stat };
 }
@@ -196,6 +219,7 @@ export function lstatAt(dir: OpenDir, path: readonly string[]): Stats | undefine
   if (name === undefined) throw new HostFsError('empty path');
   return walk(dir, path.slice(0, -1), (parent) => {
     const file = at(parent.fd, name);
+    if (fdPathStrategy() === 'portable') return lstatOrNone(file, path.join('/'));
     let fd: number;
     try {
       fd = openSync(file, O_PATH | O_NOFOLLOW);
@@ -243,9 +267,26 @@ export function renameAt(dir: OpenDir, from: string, to: string): void {
   renameSync(at(dir.fd, from), at(dir.fd, to));
 }
 
-/** Opens an entry with O_PATH (no follow, no open of the file itself) and says what it is. */
+/** `lstat`, or undefined when there is nothing there. */
+function lstatOrNone(path: string, label: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return undefined;
+    throw new HostFsError(`cannot look at ${label}`, error);
+  }
+}
+
+/**
+ * Opens an entry with O_PATH (no follow, no open of the file itself) and says what it is.
+ * Portable (no O_PATH): `lstat`, and a handle that stands for the entry until it is closed.
+ */
 function lookAt(dirFd: number, name: string): { fd: number; stat: Stats } | undefined {
   const path = at(dirFd, name);
+  if (fdPathStrategy() === 'portable') {
+    const stat = lstatOrNone(path, name);
+    return stat ? { fd: rememberEntry(path, stat), stat } : undefined;
+  }
   let fd: number;
   try {
     fd = openSync(path, O_PATH | O_NOFOLLOW);
@@ -256,9 +297,18 @@ function lookAt(dirFd: number, name: string): { fd: number; stat: Stats } | unde
   return { fd, stat: fstatSync(fd) };
 }
 
-/** Reopens an O_PATH directory descriptor for reading: the same inode, by its magic link. */
+/** Reopens an O_PATH directory descriptor (portable: an entry handle) for reading: the same inode. */
 function reopenDir(pathFd: number): number {
-  return openSync(self(pathFd), O_RDONLY | O_DIRECTORY);
+  if (fdPathStrategy() === 'proc') return openSync(self(pathFd), O_RDONLY | O_DIRECTORY);
+  const path = self(pathFd);
+  const fd = openSync(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  try {
+    rememberDir(fd, path);
+  } catch (error) {
+    close(fd);
+    throw error;
+  }
+  return fd;
 }
 
 export interface SealOptions {

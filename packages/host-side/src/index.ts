@@ -1,4 +1,5 @@
 export { type CopyInLimits, type CopyInResult, copyIn } from './copy-in.js';
+export { type FdPathStrategy, fdPathStrategy, useFdPathStrategy } from './fd-paths.js';
 export {
   closeDir,
   HostFsError,

@@ -1,6 +1,7 @@
 import { chownSync, lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError, UsageError } from '@mcpsandbox/core';
+import { dirPath } from './fd-paths.js';
 import {
   at,
   closeDir,
@@ -178,7 +179,7 @@ export function listStates(root: string): StateInfo[] {
   const rootDir = openOwnedDir(root);
   try {
     // Only names a state can have: nothing with a control character or a newline is ever shown.
-    const names = readdirSync(`/proc/self/fd/${rootDir.fd}`).filter((n) => NAME.test(n) && !n.includes('..'));
+    const names = readdirSync(dirPath(rootDir.fd)).filter((n) => NAME.test(n) && !n.includes('..'));
     const states: StateInfo[] = [];
     for (const name of names.sort()) {
       const measured = measure(rootDir, name);
@@ -217,7 +218,7 @@ function measure(
   let seen = 0;
   let partial = false;
   let modified = top.stat.mtime;
-  const stack: Frame[] = [{ dir: top, names: readdirSync(`/proc/self/fd/${top.fd}`), next: 0 }];
+  const stack: Frame[] = [{ dir: top, names: readdirSync(dirPath(top.fd)), next: 0 }];
   try {
     while (stack.length > 0) {
       const frame = stack[stack.length - 1] as Frame;
@@ -244,7 +245,7 @@ function measure(
           partial = true;
         } else {
           const child = openDirAt(frame.dir, entry);
-          if (child) stack.push({ dir: child, names: readdirSync(`/proc/self/fd/${child.fd}`), next: 0 });
+          if (child) stack.push({ dir: child, names: readdirSync(dirPath(child.fd)), next: 0 });
         }
       } catch {
         // changed under the walk (a link swapped in, another file system, locked): not counted
@@ -281,7 +282,7 @@ export function removeState(root: string, name: string): boolean {
   })();
   if (!rootDir) return false;
   try {
-    for (const left of readdirSync(`/proc/self/fd/${rootDir.fd}`)) {
+    for (const left of readdirSync(dirPath(rootDir.fd))) {
       const pid = DOOMED.exec(left)?.[1];
       if (pid !== undefined && !alive(Number(pid))) removeAt(rootDir, left);
     }

@@ -7,6 +7,7 @@
  * a time, so one directory with millions of entries costs no more memory than a small one.
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, type Stats } from 'node:fs';
+import { forgetFd, rememberDirAt } from './fd-paths.js';
 import { at, eachName, type OpenDir } from './host-fs.js';
 
 export interface TreeLimit {
@@ -74,7 +75,7 @@ function walk(dirFd: number, dev: number, counter: TreeCounter, depth: number): 
   eachName(dirFd, (name) => {
     let stat: Stats;
     try {
-      // lstat of `/proc/self/fd/<fd>/<name>`: the last component is never followed.
+      // lstat of the entry (`/proc/self/fd/<fd>/<name>` on Linux): the last component is never followed.
       stat = lstatSync(at(dirFd, name));
     } catch {
       return; // gone meanwhile
@@ -90,8 +91,10 @@ function walk(dirFd: number, dev: number, counter: TreeCounter, depth: number): 
       return; // replaced or removed meanwhile
     }
     try {
+      rememberDirAt(child, dirFd, name);
       if (fstatSync(child).dev === dev) walk(child, dev, counter, depth + 1);
     } finally {
+      forgetFd(child);
       closeSync(child);
     }
   });

@@ -26,6 +26,7 @@ describe('public exports', () => {
       'defaultNpmCache',
       'defaultStateRoot',
       'endNamespace',
+      'fdPathStrategy',
       'findOnPath',
       'hiddenRoots',
       'identifyInit',
@@ -54,6 +55,7 @@ describe('public exports', () => {
       'removeState',
       'tlsTrustNames',
       'unwritableMountWarnings',
+      'useFdPathStrategy',
       'uvCacheRoot',
       'writeFileAt',
     ]);

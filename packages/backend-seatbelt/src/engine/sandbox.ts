@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
   adaptChildProcess,
@@ -40,7 +40,7 @@ import {
   sessionProcesses,
   signalAll,
 } from './processes.js';
-import { makeSessionRoot, type SessionRoot, writeOwner } from './session-root.js';
+import { makeSessionRoot, removeOutOfReach, type SessionRoot, writeOwner } from './session-root.js';
 
 export interface SeatbeltSandboxConfig {
   readonly spec: SandboxSpec;
@@ -129,6 +129,8 @@ export class SeatbeltSandbox implements Sandbox {
   readonly #disarmTtl: () => void;
   #log: { kill(): void } | undefined;
   #closing: Promise<void> | undefined;
+  /** The note of a server that died after refusals, until it is said (close() waits for it). */
+  #refusalNote: Promise<void> | undefined;
 
   private constructor(config: SeatbeltSandboxConfig) {
     this.#config = config;
@@ -253,7 +255,12 @@ export class SeatbeltSandbox implements Sandbox {
           readWrite: binds.filter((b) => b.mode === 'rw').map((b) => b.source),
           home,
         });
-        void proc.exit.then(() => rmSync(home, { recursive: true, force: true }));
+        // What the step's processes left goes with the session root if this fails.
+        void proc.exit.then(() => {
+          try {
+            removeOutOfReach(home);
+          } catch {}
+        });
         return proc;
       },
     });
@@ -338,14 +345,18 @@ export class SeatbeltSandbox implements Sandbox {
    * rather than leave only "exited before answering". The log's lines trail the exit a little.
    */
   #sayIfRefused(): void {
-    setTimeout(() => {
-      const first = this.#denials.denials[0];
-      if (!first) return;
-      const count = this.#denials.denials.length;
-      this.#config.logger.warn(
-        `mcp-sandbox: the server exited after ${count} macOS sandbox refusal(s); the first: ${denialLine(first).replace(/^mcp-sandbox: /, '')}`,
-      );
-    }, REFUSAL_GRACE_MS).unref();
+    // Kept (and awaited by close()): a bridge that closes at once would exit before it is said.
+    this.#refusalNote = new Promise<void>((done) =>
+      setTimeout(() => {
+        done();
+        const first = this.#denials.denials[0];
+        if (!first) return;
+        const count = this.#denials.denials.length;
+        this.#config.logger.warn(
+          `the server exited after ${count} macOS sandbox refusal(s); the first: ${denialLine(first)}`,
+        );
+      }, REFUSAL_GRACE_MS),
+    );
   }
 
   /**
@@ -384,10 +395,16 @@ export class SeatbeltSandbox implements Sandbox {
       await new Promise((done) => setTimeout(done, 50));
     }
     await Promise.all([...this.#live].map((proc) => proc.exit));
+    await this.#refusalNote;
     this.#egress?.close();
     this.#log?.kill();
     this.#config.state?.release();
-    rmSync(this.#root.path, { recursive: true, force: true });
+    try {
+      removeOutOfReach(this.#root.path);
+    } catch (error) {
+      // Left as `<root>.removing`: the next start's sweep takes it.
+      this.#config.logger.warn(`could not remove the session directory yet: ${(error as Error).message}`);
+    }
   }
 }
 

@@ -10,15 +10,16 @@ import {
   readSync,
   realpathSync,
   renameSync,
-  rmSync,
+  rmdirSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { closeDir, openOwnedDir, removeAt } from '@mcpsandbox/host-side';
 import { type GroupRecord, ownGroups, type PsRow, sessionProcesses, signalAll } from './processes.js';
 
-// host-side's no-follow helpers work through /proc/self/fd, which macOS lacks. Here the host
-// owns every directory it touches by path (the session root is 0700 and not in the profile's
-// writable set: only home/ and tmp/ inside it are), and opens the owner file with O_NOFOLLOW.
+// The host owns every directory it touches by path here (the session root is 0700 and not in the
+// profile's writable set: only home/ and tmp/ inside it are), and opens the owner file with
+// O_NOFOLLOW. What a sandbox could write is removed with host-side's no-follow helpers.
 
 export const SESSION_PREFIX = 'mcp-sandbox-sb-';
 /** Who owns a session root: `<owner pid> <pgid>@<leader start>…`, rewritten as processes start. */
@@ -95,13 +96,37 @@ export function sweepAbandoned(
       const rows = ps();
       const own = ownGroups(rows, records);
       signalAll(own, sessionProcesses(rows, own), 'SIGKILL');
-      rmSync(root, { recursive: true, force: true });
+      removeOutOfReach(root);
       swept++;
     } catch {
       // not ours, or changed meanwhile: leave it
     }
   }
   return swept;
+}
+
+/**
+ * Removes a directory a sandbox could write (a session root, an install step's home), first
+ * renamed out of every profile's writable paths: Seatbelt checks each access by its path, so a
+ * process that outlived its session (macOS has no pid namespace) can no longer change the tree
+ * the host removes; the removal is by descriptor, links unlinked, never followed. A removal that
+ * fails leaves `<name>.removing`, which a later start sweeps (it keeps the session prefix).
+ */
+export function removeOutOfReach(path: string): void {
+  const doomed = `${path}.removing`;
+  try {
+    renameSync(path, doomed);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  const dir = openOwnedDir(doomed);
+  try {
+    for (const name of readdirSync(doomed)) removeAt(dir, name);
+  } finally {
+    closeDir(dir);
+  }
+  rmdirSync(doomed);
 }
 
 export function isAlive(pid: number): boolean {

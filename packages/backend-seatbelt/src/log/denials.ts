@@ -1,6 +1,7 @@
 import { escapeControls } from '@mcpsandbox/core';
 import { TAG_PREFIX } from '../profile/generate.js';
 import { checkTag } from '../profile/plan.js';
+import { PROTECTED_IN_MOUNTS } from '../profile/system.js';
 
 /** One Seatbelt refusal of this session, as the kernel logged it. */
 export interface Denial {
@@ -68,6 +69,8 @@ function mountFlag(path: string, mode: 'ro' | 'rw'): string | undefined {
   return QUOTABLE.test(path) ? `--mount '${path}:${path}:${mode}'` : undefined;
 }
 
+const PROTECTED = PROTECTED_IN_MOUNTS.map((tail) => new RegExp(`/${tail}`));
+
 /** What would allow it: a flag built only from a validated path, or a plain statement. */
 export function grantFor(denial: Denial): string {
   const { op, target } = denial;
@@ -78,6 +81,10 @@ export function grantFor(denial: Denial): string {
     }
     if (/^\/dev\/(tty|pty|bpf|[^/]*disk)/.test(target))
       return 'terminals, packet filters and disks are never shown';
+    // A write the rw-mount rules refuse (hooks, startup files…): a mount of the file itself would
+    // lift that rule, so no flag is suggested.
+    if (mode === 'rw' && PROTECTED.some((re) => re.test(target)))
+      return 'git hooks and config, shell startup files, editor and agent settings stay read-only: no setting allows writing them';
     const flag = mountFlag(target, mode);
     return flag
       ? `to allow it: ${flag}`
@@ -96,5 +103,5 @@ export function denialLine(denial: Denial): string {
     denial.target.length > 512 ? `${denial.target.slice(0, 512)}…` : denial.target,
   );
   const name = escapeControls(denial.process);
-  return `mcp-sandbox: macOS sandbox refused ${denial.op} ${target} (${name}, pid ${denial.pid}); ${grantFor(denial)}`;
+  return `macOS sandbox refused ${denial.op} ${target} (${name}, pid ${denial.pid}); ${grantFor(denial)}`;
 }

@@ -92,9 +92,11 @@ export function generateProfile(plan: SeatbeltPlan): string {
     ...rule('allow file-read* file-write-data file-ioctl', filterLines('literal', DEVICE_FILES)),
     ...rule('allow file-read* file-write-data', filterLines('subpath', OWN_FD_PATHS)),
     '',
-    '; Writes: the session home and tmp, rw mounts. Hard links only from inside them.',
+    // No hard links at all (file-link stays under `deny default`): whichever path the kernel
+    // matches, the existing file's or the new name's, a link from a writable directory to a file
+    // outside it would be a name that reads, or writes through to, that file.
+    '; Writes: the session home and tmp, rw mounts. No hard links, anywhere.',
     ...rule('allow file-read* file-write*', filterLines('subpath', writable)),
-    ...rule('allow file-link', filterLines('subpath', writable)),
     ...protectedSection(p.readWrite, tag),
     '',
     ...networkSection(plan.proxyPort),

@@ -122,6 +122,9 @@ export const SYSCTL_PREFIXES: readonly string[] = ['hw.optional.', 'hw.perflevel
  * config), at any depth (a nested repository's hooks too). Regexes on the path below the mount.
  */
 export const PROTECTED_IN_MOUNTS: readonly string[] = [
+  // The directories that hold them, as entries: neither removed, renamed nor created (a
+  // prepared directory renamed to `.git` would bring hooks and a config of the sandbox's choice).
+  '\\.(git|claude)$',
   '\\.git/hooks(/.*)?$',
   '\\.git/config$',
   '\\.gitconfig$',

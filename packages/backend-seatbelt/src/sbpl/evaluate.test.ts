@@ -47,6 +47,20 @@ describe('the SBPL evaluator (Apple’s published semantics)', () => {
     expect(decide(profile, { op: 'mach-lookup', name: 'com.xy' }).action).toBe('deny');
     expect(decide(profile, { op: 'mach-lookup', name: 'org.y.z' }).action).toBe('allow');
   });
+  it('a hard link is refused only when both readings of file-link refuse it, and the new name is created', () => {
+    const links = parseProfile(`(version 1) (deny default)
+      (allow file-write* (subpath "/w") (subpath "/v"))
+      (allow file-link (subpath "/w"))`);
+    const link = (path: string, newPath: string) => decide(links, { op: 'hard-link', path, newPath }).action;
+    expect(link('/w/a', '/w/b')).toBe('allow');
+    // Matched against the existing file: refused; against the new name: allowed. It counts as allowed.
+    expect(link('/secret', '/w/b')).toBe('allow');
+    expect(link('/w/a', '/v/b')).toBe('allow');
+    expect(link('/secret', '/v/b')).toBe('deny');
+    // No file-write-create of the new name: refused under any reading.
+    expect(link('/w/a', '/elsewhere/b')).toBe('deny');
+    expect(() => decide(links, { op: 'hard-link', path: '/w/a' })).toThrow(/newPath/);
+  });
   it('fails closed on what it cannot read or does not model', () => {
     expect(() => parseProfile('(version 1) (allow file-read* (subpath "/a")')).toThrow(SbplSyntaxError);
     expect(() => parseProfile('(version 1) (allow file-read*)')).toThrow(/no \(allow\|deny default\)/);

@@ -9,6 +9,8 @@ import { isList, readProfile, type Sexp, stringOf, symbolOf } from './read.js';
 export interface Query {
   readonly op: string;
   readonly path?: string;
+  /** For `hard-link` (link(2), see {@link decideHardLink}): the name to create; `path` is the existing file. */
+  readonly newPath?: string;
   /** A Mach service, sysctl or POSIX IPC name, for `mach-lookup`, `sysctl-*`, `ipc-posix-*`. */
   readonly name?: string;
   /** `host:port` of a network operation (`localhost:41999`, `*:443`). */
@@ -96,6 +98,7 @@ export function opCovers(written: string, asked: string): boolean {
 
 /** The decision for one question: the last matching rule wins, else the default. */
 export function decide(profile: Profile, query: Query): Decision {
+  if (query.op === 'hard-link') return decideHardLink(profile, query);
   for (let i = profile.rules.length - 1; i >= 0; i--) {
     const rule = profile.rules[i] as Rule;
     if (!rule.ops.some((op) => opCovers(op, query.op))) continue;
@@ -104,6 +107,24 @@ export function decide(profile: Profile, query: Query): Decision {
     }
   }
   return { action: profile.defaultAction };
+}
+
+/**
+ * `link(existing, newPath)`. The new name is a `file-write-create` of `newPath`. Which path the
+ * `file-link` operation is matched against is not documented: Apple's own container profile
+ * (iOS 9.1, after hard links into the AddressBook were reported) filters it by the existing
+ * file's path, other Seatbelt users read it as the new name's. A link counts as refused only if
+ * it is refused under both readings; otherwise the rule that would let it through is returned.
+ */
+function decideHardLink(profile: Profile, query: Query): Decision {
+  if (query.path === undefined || query.newPath === undefined) {
+    throw new SbplSyntaxError('a hard-link question needs path (the existing file) and newPath');
+  }
+  const create = decide(profile, { op: 'file-write-create', path: query.newPath });
+  if (create.action === 'deny') return create;
+  const onExisting = decide(profile, { op: 'file-link', path: query.path });
+  const onNew = decide(profile, { op: 'file-link', path: query.newPath });
+  return onExisting.action === 'allow' ? onExisting : onNew;
 }
 
 function arg(filter: readonly Sexp[], at: number, kind: string): string {

@@ -41,6 +41,13 @@ const PLAIN = /^\/[A-Za-z0-9._/@+,=~-]*$/;
 const QUOTABLE = /^\/[\p{L}\p{N} ._/@+,=~()&-]*$/u;
 /** Never shown, whatever is mounted: no flag would help. */
 const NEVER = /^\/(System\/Volumes\/Data(\/|$)|dev\/(tty|pty|bpf|[^/]*disk))/;
+/**
+ * Never written, whatever is mounted: what the macOS profile keeps read-only in rw mounts (git
+ * hooks and config, shell startup files, editor and agent settings; backend-seatbelt's list). A
+ * rw mount of the file itself would lift that rule, so no rw flag is suggested for them.
+ */
+const NEVER_WRITTEN =
+  /\/(\.git|\.claude|\.git\/hooks(\/.*)?|\.git\/config|\.gitconfig|\.gitmodules|\.(bashrc|bash_profile|bash_login|zshrc|zprofile|zshenv|zlogin|profile)|\.npmrc|\.mcp\.json|\.(vscode|idea)(\/.*)?|\.claude\/(commands|agents|settings[^/]*)(\/.*)?)$/;
 
 /**
  * The `--mount` flags that would have shown each file a macOS Seatbelt profile refused
@@ -65,11 +72,17 @@ function suggestMounts(records: readonly TraceRecord[]): { flags: string[]; skip
         .split('/')
         .slice(1)
         .some((p) => p === '' || p === '.' || p === '..');
-    if (!normal || NEVER.test(path) || !(PLAIN.test(path) || QUOTABLE.test(path))) {
+    const write = !record.op.startsWith('file-read');
+    if (
+      !normal ||
+      NEVER.test(path) ||
+      (write && NEVER_WRITTEN.test(path)) ||
+      !(PLAIN.test(path) || QUOTABLE.test(path))
+    ) {
       skipped++;
       continue;
     }
-    const spec = `${path}:${path}:${record.op.startsWith('file-read') ? 'ro' : 'rw'}`;
+    const spec = `${path}:${path}:${write ? 'rw' : 'ro'}`;
     const flag = PLAIN.test(path) ? `--mount ${spec}` : `--mount '${spec}'`;
     if (!flags.includes(flag)) flags.push(flag);
   }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import type { PrepareOptions } from '@mcpsandbox/core';
 import { SandboxFailureError } from '@mcpsandbox/core';
+import { dirPath } from '../fd-paths.js';
 import { closeDir, lstatAt, type OpenDir, openDirAt, readFileAt, removeAt } from '../host-fs.js';
 import { isBinName, packageNameParts } from './spec.js';
 
@@ -68,7 +69,7 @@ export async function waitForOthers<T>(
 /** The pid of a live process installing `key` (from its staging directory's owner file), if any. */
 function liveInstaller(root: OpenDir, key: string): number | undefined {
   const uid = process.getuid?.() ?? 0;
-  for (const name of readdirSync(`/proc/self/fd/${root.fd}`)) {
+  for (const name of readdirSync(dirPath(root.fd))) {
     if (!name.startsWith(`${key}.tmp-`)) continue;
     const dir = openDirAt(root, name);
     try {
@@ -90,7 +91,7 @@ function liveInstaller(root: OpenDir, key: string): number | undefined {
  */
 export function sweepStaging(root: OpenDir): void {
   const uid = process.getuid?.() ?? 0;
-  for (const name of readdirSync(`/proc/self/fd/${root.fd}`)) {
+  for (const name of readdirSync(dirPath(root.fd))) {
     if (!STAGING.test(name)) continue;
     let dir: OpenDir | undefined;
     try {
