@@ -79,6 +79,13 @@ export {
   rawTopLevelValue,
 } from './jsonrpc.js';
 export {
+  type KnownSecret,
+  knownSecretHosts,
+  knownSecretsOf,
+  npmPackageName,
+  secretFlagFor,
+} from './known-secrets.js';
+export {
   createStderrLogger,
   DEBUG_ENV,
   type Logger,

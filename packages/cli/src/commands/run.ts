@@ -38,7 +38,7 @@ import { parseAllowNet, parseMount, parseSetting, parseSize } from '../parse.js'
 import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
-import { planSecrets } from './secret-plan.js';
+import { planSecrets, substitutesSecrets } from './secret-plan.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
 export interface RunFlags {
@@ -482,6 +482,7 @@ async function runAction(
       spec: plan.spec,
       secrets: plan.secrets,
       withheldEnv: plan.allow.withheld,
+      secretHints: substitutesSecrets(plan.backend.id),
       mountHints: mountHintsFor(command, plan.spec.mounts ?? [], plan.backend.isolation, io.env.HOME),
       input: io.stdin,
       output: io.stdout,

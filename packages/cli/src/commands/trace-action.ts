@@ -4,6 +4,7 @@ import {
   ExitCode,
   escapeControls,
   jsonForTerminal,
+  knownSecretHosts,
   readTrace,
   type SessionSummary,
   summarizeTrace,
@@ -124,8 +125,13 @@ function formatSession(s: SessionSummary): string[] {
   const troubled = Object.values(s.setupEgress).some((e) => e.denied + e.failed > 0);
   if (troubled)
     lines.push(...formatEgress('egress before the server started (install, setup)', s.setupEgress));
-  for (const name of s.envHints)
-    lines.push(`env: the server asked for ${name}, which was withheld (pass it with --env ${name})`);
+  for (const name of s.envHints) {
+    const hosts = knownSecretHosts(name);
+    const how = hosts
+      ? `--secret ${name}@${hosts.join(',')} on backend local, or --env ${name}`
+      : `--env ${name}`;
+    lines.push(`env: the server asked for ${name}, which was withheld (pass it with ${how})`);
+  }
   return lines;
 }
 
