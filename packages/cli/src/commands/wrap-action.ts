@@ -17,6 +17,7 @@ import {
   locateConfig,
 } from '../config/clients.js';
 import type { WrapCommand } from '../config/edit.js';
+import { envFlagsFor } from '../config/env-flags.js';
 import {
   type ChangePlan,
   labelOf,
@@ -34,6 +35,7 @@ import type { CliOptions } from '../options.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
 import { locateContext, reportConfigError, verdictContext } from './config-context.js';
 import { parseRunWords, type RunFlags } from './run.js';
+import { substitutesSecrets } from './secret-plan.js';
 import { markerFor, resolveLauncher } from './wrap-launcher.js';
 
 export interface TargetFlags {
@@ -174,6 +176,8 @@ export interface WrapReport {
   readonly mounts: readonly string[];
   readonly refused: readonly RefusedPath[];
   readonly notes: readonly string[];
+  /** How each variable of its env block is passed (`--secret` or `--env`), and why. */
+  readonly envChoices: readonly string[];
 }
 
 export interface WrapSettings {
@@ -185,10 +189,16 @@ export interface WrapSettings {
   readonly keepState?: boolean;
   /** Replace the run options of an entry that starts mcp-sandbox already, keeping its server. */
   readonly rewrap?: boolean;
+  /**
+   * The backend the entry runs on, and whether it substitutes `--secret`: then a known server's
+   * token becomes `--secret NAME@host` (see env-flags.ts). Unset: every name is `--env`.
+   */
+  readonly backend?: { readonly id: string; readonly substitutes: boolean };
 }
 
 /**
- * The entry's env keys become `--env KEY`: the values stay in the client's env block. Host paths
+ * The entry's env keys become `--env KEY`, or `--secret KEY@host` for a known server's token (see
+ * `envFlagsFor`): the values stay in the client's env block. Host paths
  * its arguments name become `--mount path` when `mounts` is set (see `pathMountsFor`), unless the
  * user's own `--mount` already shows that path.
  */
@@ -197,8 +207,10 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const given = new Set<string>();
   const mounted = new Set<string>();
   const userMounts: string[] = [];
+  const allowNet: string[] = [];
   for (let i = 0; i < runArgs.length; i++) {
     if (runArgs[i] === '--env') given.add(runArgs[i + 1] as string);
+    if (runArgs[i] === '--allow-net') allowNet.push(runArgs[i + 1] as string);
     // A bound secret's variable stays in the env block for run to read, never as --env too.
     if (runArgs[i] === '--secret') given.add((runArgs[i + 1] as string).split('@')[0] as string);
     if (runArgs[i] === '--mount') {
@@ -209,9 +221,16 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   }
   const stateName = settings.keepState && !runArgs.includes('--state') ? stateNameFor(entry.name) : undefined;
   const state = stateName ? ['--state', stateName] : [];
-  const fromBlock = entry.envKeys.filter((k) => !given.has(k)).flatMap((k) => ['--env', k]);
   const ours = settings.rewrap ? ourCommand(entry) : undefined;
   const server = ours ? ours.server : [entry.command ?? '', ...entry.args];
+  const fromBlock = envFlagsFor({
+    server,
+    keys: entry.envKeys.filter((k) => !given.has(k)),
+    envKeys: entry.envKeys,
+    backend: settings.backend?.id ?? '',
+    substitutes: settings.backend?.substitutes ?? false,
+    allowNet,
+  });
   const found = settings.mounts
     ? pathMountsFor(server, {
         rw: settings.mounts.rw,
@@ -229,10 +248,11 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   }
   return {
     launcher,
-    runArgs: [...runArgs, ...state, ...fromPaths.flatMap((m) => ['--mount', m]), ...fromBlock],
+    runArgs: [...runArgs, ...state, ...fromPaths.flatMap((m) => ['--mount', m]), ...fromBlock.args],
     mounts: [...userMounts, ...fromPaths],
     refused: found.refused,
     notes,
+    envChoices: settings.backend ? fromBlock.lines : [],
   };
 }
 
@@ -264,6 +284,7 @@ function report(plan: ChangePlan, logger: Logger, details?: ReadonlyMap<string, 
         `${o.name}: not mounted: ${detail.refused.map((r) => `${r.path} (${r.reason})`).join(', ')}`,
       );
     }
+    for (const choice of detail.envChoices) logger.info(`${o.name}: env ${choice}`);
     for (const note of detail.notes) logger.warn(`${o.name}: ${note}`);
   }
 }
@@ -338,6 +359,7 @@ async function wrapAction(
         ...(mounts ? { mounts } : {}),
         keepState,
         rewrap,
+        backend: { id: flags.backend, substitutes: substitutesSecrets(flags.backend) },
       });
       details.set(labelOf(entry), wrapped);
       return wrapped;
