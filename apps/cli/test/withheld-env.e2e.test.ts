@@ -56,12 +56,12 @@ describe('a withheld variable the server asks for', () => {
     );
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('BRAVE_API_KEY environment variable is required');
-    expect(hints(result.stderr)).toEqual([
-      BRAVE_HINT,
-    ]);
+    expect(hints(result.stderr)).toEqual([BRAVE_HINT]);
     expect(result.stderr).not.toContain(BRAVE_VALUE);
     const records = traceRecords(trace).filter((r) => r.type === 'env-hint');
-    expect(records).toMatchObject([{ name: 'BRAVE_API_KEY', flag: '--secret BRAVE_API_KEY@api.search.brave.com' }]);
+    expect(records).toMatchObject([
+      { name: 'BRAVE_API_KEY', flag: '--secret BRAVE_API_KEY@api.search.brave.com' },
+    ]);
     expect(JSON.stringify(traceRecords(trace))).not.toContain(BRAVE_VALUE);
   });
 
@@ -93,9 +93,7 @@ describe('a withheld variable the server asks for', () => {
       input,
     );
     expect(stdoutMessages(result.stdout)).toMatchObject([{ id: 1, result: { isError: true } }]);
-    expect(hints(result.stderr)).toEqual([
-      BRAVE_HINT,
-    ]);
+    expect(hints(result.stderr)).toEqual([BRAVE_HINT]);
   });
 
   it('attack: a host variable whose name holds control characters is never named, whatever the server prints', async () => {
@@ -107,9 +105,7 @@ describe('a withheld variable the server asks for', () => {
     // Control: the server's line came through (escaped), so the name was printed and scanned.
     expect(result.stderr).toContain('EVIL\\x1b]0;owned\\x07_API_KEY is required');
     // Only the valid name is hinted; no line of mcp-sandbox's carries the hostile name or a raw escape.
-    expect(hints(result.stderr)).toEqual([
-      BRAVE_HINT,
-    ]);
+    expect(hints(result.stderr)).toEqual([BRAVE_HINT]);
     expect(result.stderr).not.toContain('\u001b');
     expect(result.stderr).not.toContain('\u0007');
   });
