@@ -140,6 +140,7 @@ export {
   parseSecretFlag,
   type SecretBinding,
 } from './secret-binding.js';
+export type { BoundHostTrouble, SecretStats } from './secret-summary.js';
 export {
   createRedactor,
   MIN_ENCODED_REDACTED_BYTES,

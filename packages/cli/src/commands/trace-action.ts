@@ -132,6 +132,43 @@ function formatSession(s: SessionSummary): string[] {
       : `--env ${name}`;
     lines.push(`env: the server asked for ${name}, which was withheld (pass it with ${how})`);
   }
+  lines.push(...formatSecrets(s));
+  return lines;
+}
+
+/** `secrets:` then each bound secret: where its real value went, and where its stand-in did not belong. */
+function formatSecrets(s: SessionSummary): string[] {
+  const lines: string[] = [];
+  const secrets = Object.entries(s.secrets ?? {});
+  if (secrets.length > 0) lines.push('secrets (never the value):');
+  for (const [name, stats] of secrets) {
+    const hosts = Object.entries(stats.substituted);
+    const total = hosts.reduce((sum, [, n]) => sum + n, 0);
+    lines.push(
+      total > 0
+        ? `  ${name}: put on the wire in ${total} request(s) to ${hosts.map(([h, n]) => `${h} (${n})`).join(', ')}`
+        : `  ${name}: never put on the wire`,
+    );
+    for (const request of stats.requests) lines.push(`    ${request}`);
+    const misuse = Object.entries(stats.misuse);
+    if (misuse.length > 0) {
+      lines.push(
+        `    misuse: the stand-in was sent where it is not replaced: ${misuse.map(([where, n]) => `${where} (${n})`).join(', ')}`,
+      );
+    }
+    if (stats.repliesCut > 0)
+      lines.push(`    ${stats.repliesCut} reply(ies) cut off: they carried the real value`);
+  }
+  for (const [host, t] of Object.entries(s.boundHosts ?? {})) {
+    const parts = [
+      t.tlsFailed > 0
+        ? `${t.tlsFailed} connection(s) did not complete TLS with the session CA (use --env for such a client)`
+        : '',
+      t.refused > 0 ? `${t.refused} request(s) refused by the strict reader` : '',
+      t.repliesCut > 0 ? `${t.repliesCut} reply(ies) cut off (compressed, not searchable)` : '',
+    ].filter(Boolean);
+    lines.push(`bound host ${host}: ${parts.join('; ')}`);
+  }
   return lines;
 }
 
