@@ -2,6 +2,7 @@ import { posix, win32 } from 'node:path';
 import { isSandboxError } from '@mcpsandbox/core';
 import type { InstallCacheView } from '../options.js';
 import { parseWslList } from '../wsl.js';
+import { secretsCheck } from './secrets-check.js';
 import type { BackendProbe, BackendStatus, CheckResult, DoctorCheck, DoctorHost } from './types.js';
 
 /** mcp-sandbox's own floor (package.json engines). */
@@ -322,6 +323,7 @@ export function standardChecks(host: DoctorHost): DoctorCheck[] {
     npxCacheCheck(host),
     uvCacheCheck(host),
     e2bKeyCheck(host),
+    secretsCheck(host),
   ];
 }
 
