@@ -17,6 +17,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const BRAVE_VALUE = 'brave-value-7f3a9c';
 const HINT = 'mcp-sandbox: warning: the server asked for';
+/** Brave's API host is known: on local the hint offers the stand-in first, then --env. */
+const BRAVE_HINT = `${HINT} BRAVE_API_KEY, which was withheld: pass it with --secret BRAVE_API_KEY@api.search.brave.com --allow-net api.search.brave.com (the server gets a stand-in, the real value goes only to api.search.brave.com), or with --env BRAVE_API_KEY`;
 
 /** As the client starts it: the config's variables in mcp-sandbox's environment, no --env. */
 function clientEnv(extra: Record<string, string>): Record<string, string> {
@@ -46,7 +48,7 @@ function hints(stderr: string): string[] {
 }
 
 describe('a withheld variable the server asks for', () => {
-  it('a server that prints "BRAVE_API_KEY environment variable is required" gets the --env hint', async () => {
+  it('a server that prints "BRAVE_API_KEY environment variable is required" gets the hint: --secret for its known host, or --env', async () => {
     const trace = join(dir, 'brave.jsonl');
     const result = await runAsker(
       ['--trace', trace, '--', 'node', ASKER, 'stderr', 'BRAVE_API_KEY environment variable is required'],
@@ -54,12 +56,12 @@ describe('a withheld variable the server asks for', () => {
     );
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('BRAVE_API_KEY environment variable is required');
-    expect(hints(result.stderr)).toEqual([
-      `${HINT} BRAVE_API_KEY, which was withheld: pass it with --env BRAVE_API_KEY`,
-    ]);
+    expect(hints(result.stderr)).toEqual([BRAVE_HINT]);
     expect(result.stderr).not.toContain(BRAVE_VALUE);
     const records = traceRecords(trace).filter((r) => r.type === 'env-hint');
-    expect(records).toMatchObject([{ name: 'BRAVE_API_KEY', flag: '--env BRAVE_API_KEY' }]);
+    expect(records).toMatchObject([
+      { name: 'BRAVE_API_KEY', flag: '--secret BRAVE_API_KEY@api.search.brave.com' },
+    ]);
     expect(JSON.stringify(traceRecords(trace))).not.toContain(BRAVE_VALUE);
   });
 
@@ -91,9 +93,7 @@ describe('a withheld variable the server asks for', () => {
       input,
     );
     expect(stdoutMessages(result.stdout)).toMatchObject([{ id: 1, result: { isError: true } }]);
-    expect(hints(result.stderr)).toEqual([
-      `${HINT} BRAVE_API_KEY, which was withheld: pass it with --env BRAVE_API_KEY`,
-    ]);
+    expect(hints(result.stderr)).toEqual([BRAVE_HINT]);
   });
 
   it('attack: a host variable whose name holds control characters is never named, whatever the server prints', async () => {
@@ -105,9 +105,7 @@ describe('a withheld variable the server asks for', () => {
     // Control: the server's line came through (escaped), so the name was printed and scanned.
     expect(result.stderr).toContain('EVIL\\x1b]0;owned\\x07_API_KEY is required');
     // Only the valid name is hinted; no line of mcp-sandbox's carries the hostile name or a raw escape.
-    expect(hints(result.stderr)).toEqual([
-      `${HINT} BRAVE_API_KEY, which was withheld: pass it with --env BRAVE_API_KEY`,
-    ]);
+    expect(hints(result.stderr)).toEqual([BRAVE_HINT]);
     expect(result.stderr).not.toContain('\u001b');
     expect(result.stderr).not.toContain('\u0007');
   });
@@ -119,7 +117,7 @@ describe('a withheld variable the server asks for', () => {
     );
     expect(result.stderr).toContain('SERVICE_TOKEN_VALUE_NAME'); // control: printed and scanned
     const said = hints(result.stderr);
-    expect(said).toEqual([`${HINT} BRAVE_API_KEY, which was withheld: pass it with --env BRAVE_API_KEY`]);
+    expect(said).toEqual([BRAVE_HINT]);
     expect(said.join('\n')).not.toContain(BRAVE_VALUE);
     expect(said.join('\n')).not.toContain('SERVICE_TOKEN');
   });

@@ -285,6 +285,22 @@ describe('doctor on a faked machine', () => {
     expect(unset.code).toBe(1);
   });
 
+  it('secrets: when to use --secret and when --env, naming known tokens set here by name, never a value', async () => {
+    const value = 'ghp_doctorsecretvalue0123456789abcdef';
+    const r = await doctor({
+      host: fakeHost({ env: { HOME: '/home/u', GITHUB_PERSONAL_ACCESS_TOKEN: value, MY_TOKEN: 'x' } }),
+    });
+    expect(r.line('secrets')).toBe(
+      '· secrets: --secret NAME@host (backend local) for a token a server sends over HTTPS to one API: the sandbox holds a stand-in; ' +
+        '--env NAME for anything else (other protocols, pinned certificates, mTLS, other backends); ' +
+        'set here: --secret GITHUB_PERSONAL_ACCESS_TOKEN@api.github.com',
+    );
+    expect(r.stdout).not.toContain(value);
+    expect(r.stdout).not.toContain('MY_TOKEN');
+    const none = await doctor({ host: fakeHost() });
+    expect(none.line('secrets')).not.toContain('set here');
+  });
+
   it('on a Mac the local backend is not usable; a default that isolates nothing still works', async () => {
     const mac = await doctor({ host: fakeHost({ platform: 'darwin' }) });
     expect(mac.line('bubblewrap')).toBe('· bubblewrap: not used on darwin: the local backend needs Linux');

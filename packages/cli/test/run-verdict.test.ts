@@ -78,7 +78,7 @@ describe("the judge of an entry's run options", () => {
     expect(verdict.grants).toEqual([
       'reaches any public address (--allow-net *)',
       'reaches api.github.com (--allow-net)',
-      "gets GITHUB_TOKEN from the client's environment (--env)",
+      'holds GITHUB_TOKEN in clear (--env)',
       'its install step gets NPM_TOKEN (--install-env)',
     ]);
   });

@@ -163,7 +163,8 @@ describe('wrap', () => {
     const value = toValue(parseJsonDocument(text, { comments: false })) as {
       mcpServers: { github: { args: string[]; env: Record<string, string> } };
     };
-    expect(value.mcpServers.github.args).toContain('GITHUB_PERSONAL_ACCESS_TOKEN');
+    // A token of a server whose API host is known is bound to that host, by name only.
+    expect(value.mcpServers.github.args).toContain('GITHUB_PERSONAL_ACCESS_TOKEN@api.github.com');
     expect(value.mcpServers.github.args.join(' ')).not.toContain('ghp_fixture');
     expect(text.match(/ghp_fixture/g)).toHaveLength(1);
   });
@@ -431,7 +432,7 @@ describe('unwrap', () => {
     const result = await h.run(['unwrap', '--client', 'claude-desktop', '--all']);
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(
-      'github: unwrapped (restored from its own arguments; run options dropped: --ttl 1h)',
+      'github: unwrapped (restored from its own arguments; run options dropped: --ttl 1h --allow-net api.github.com --secret GITHUB_PERSONAL_ACCESS_TOKEN@api.github.com)',
     );
     const text = readFileSync(file, 'utf8');
     const original = fixture('claude-desktop/original.txt');

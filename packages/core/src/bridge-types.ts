@@ -37,6 +37,8 @@ export interface BridgeOptions {
    * names one, stderr says which `--env` flag passes it.
    */
   readonly withheldEnv?: readonly string[];
+  /** The backend substitutes `--secret`: a withheld variable of a known API is hinted as `--secret`. */
+  readonly secretHints?: boolean;
   /**
    * Host paths the server's command line names that the sandbox does not show: when the server's
    * stderr or an error it returns names one, stderr says which `--mount` shows it.

@@ -104,7 +104,9 @@ class Bridge {
         })
       : undefined;
     this.#hints = combineHints([
-      new WithheldEnvHints(options.withheldEnv ?? [], this.#o.logger, options.trace),
+      new WithheldEnvHints(options.withheldEnv ?? [], this.#o.logger, options.trace, {
+        suggestSecrets: options.secretHints ?? false,
+      }),
       new HostPathHints(options.mountHints ?? [], this.#o.logger, options.trace),
     ]);
     this.done = this.#result.promise;

@@ -53,3 +53,35 @@ describe('WithheldEnvHints', () => {
     expect(said).toEqual([]);
   });
 });
+
+describe('WithheldEnvHints on a backend that substitutes --secret', () => {
+  function substituting(withheld: string[]) {
+    const said: string[] = [];
+    const events: Array<Record<string, unknown>> = [];
+    const logger: Logger = { debug() {}, info() {}, warn: (m) => said.push(m), error() {} };
+    const trace = {
+      event: (type: string, fields: Record<string, unknown>) => events.push({ type, ...fields }),
+    };
+    const hints = new WithheldEnvHints(withheld, logger, trace as never, { suggestSecrets: true });
+    return { hints, said, events };
+  }
+
+  it('suggests --secret with its grant for a variable whose host is known, else --env', () => {
+    const { hints, said, events } = substituting(['BRAVE_API_KEY', 'ES_URL']);
+    hints.line('BRAVE_API_KEY environment variable is required; ES_URL too');
+    expect(said).toEqual([
+      'the server asked for BRAVE_API_KEY, which was withheld: pass it with --secret BRAVE_API_KEY@api.search.brave.com --allow-net api.search.brave.com (the server gets a stand-in, the real value goes only to api.search.brave.com), or with --env BRAVE_API_KEY',
+      hint('ES_URL'),
+    ]);
+    expect(events).toEqual([
+      { type: 'env-hint', name: 'BRAVE_API_KEY', flag: '--secret BRAVE_API_KEY@api.search.brave.com' },
+      { type: 'env-hint', name: 'ES_URL', flag: '--env ES_URL' },
+    ]);
+  });
+
+  it('keeps --env for a known variable when the backend does not substitute', () => {
+    const { hints, said } = setup(['BRAVE_API_KEY']);
+    hints.line('BRAVE_API_KEY is required');
+    expect(said).toEqual([hint('BRAVE_API_KEY')]);
+  });
+});

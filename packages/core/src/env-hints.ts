@@ -1,3 +1,4 @@
+import { knownSecretHosts } from './known-secrets.js';
 import type { Logger } from './logger.js';
 import type { TraceSink } from './trace.js';
 
@@ -90,8 +91,19 @@ export class WithheldEnvHints {
   /** The stderr line not yet ended (capped), and the last whole line: for pydantic's field lines. */
   #partial = '';
   #previous = '';
+  readonly #suggestSecrets: boolean;
 
-  constructor(withheld: readonly string[], logger: Logger, trace?: TraceSink) {
+  /**
+   * `suggestSecrets`: the backend substitutes `--secret`, so a variable whose API host is known
+   * (known-secrets.ts) is hinted as a stand-in bound to that host rather than the real value.
+   */
+  constructor(
+    withheld: readonly string[],
+    logger: Logger,
+    trace?: TraceSink,
+    options: { readonly suggestSecrets?: boolean } = {},
+  ) {
+    this.#suggestSecrets = options.suggestSecrets ?? false;
     this.#names = new Set(hintableNames(withheld));
     this.#maxLength = Math.max(0, ...[...this.#names].map((name) => name.length));
     this.#logger = logger;
@@ -210,8 +222,19 @@ export class WithheldEnvHints {
   #say(name: string): void {
     if (this.#said.has(name)) return;
     this.#said.add(name);
-    this.#trace?.event('env-hint', { name, flag: `--env ${name}` });
-    this.#logger.warn(`the server asked for ${name}, which was withheld: pass it with --env ${name}`);
+    const hosts = this.#suggestSecrets ? knownSecretHosts(name) : undefined;
+    if (hosts === undefined) {
+      this.#trace?.event('env-hint', { name, flag: `--env ${name}` });
+      this.#logger.warn(`the server asked for ${name}, which was withheld: pass it with --env ${name}`);
+      return;
+    }
+    const flag = `--secret ${name}@${hosts.join(',')}`;
+    const grants = hosts.map((host) => `--allow-net ${host}`).join(' ');
+    this.#trace?.event('env-hint', { name, flag });
+    this.#logger.warn(
+      `the server asked for ${name}, which was withheld: pass it with ${flag} ${grants} ` +
+        `(the server gets a stand-in, the real value goes only to ${hosts.join(', ')}), or with --env ${name}`,
+    );
   }
 }
 

@@ -79,6 +79,13 @@ export {
   rawTopLevelValue,
 } from './jsonrpc.js';
 export {
+  type KnownSecret,
+  knownSecretHosts,
+  knownSecretsOf,
+  npmPackageName,
+  secretFlagFor,
+} from './known-secrets.js';
+export {
   createStderrLogger,
   DEBUG_ENV,
   type Logger,
@@ -133,6 +140,7 @@ export {
   parseSecretFlag,
   type SecretBinding,
 } from './secret-binding.js';
+export type { BoundHostTrouble, SecretStats } from './secret-summary.js';
 export {
   createRedactor,
   MIN_ENCODED_REDACTED_BYTES,

@@ -1,5 +1,6 @@
 /** One session of a trace, tallied record by record (trace-summary.ts reads the file). */
 import { type EgressStats, EgressTally } from './egress-summary.js';
+import { type BoundHostTrouble, type SecretStats, SecretTally } from './secret-summary.js';
 import type { TraceRecord } from './trace-record.js';
 
 export interface ToolStats {
@@ -44,6 +45,10 @@ export interface SessionSummary {
   setupEgress: Record<string, EgressStats>;
   /** Withheld host variables the server asked for (`env-hint` records), each once. */
   envHints: string[];
+  /** Each `--secret` by name: where its real value went, where its stand-in was misused. */
+  secrets: Record<string, SecretStats>;
+  /** Bound hosts whose connections or requests were cut off before a value went out. */
+  boundHosts: Record<string, BoundHostTrouble>;
   /** How it ended, or null when the trace has no session-end (still running, or killed). */
   end: {
     reason: string;
@@ -69,6 +74,7 @@ export class SessionTally {
   readonly #egress = new EgressTally();
   /** Egress before the server started: the install step, setup steps. */
   readonly #setupEgress = new EgressTally();
+  readonly #secrets = new SecretTally();
   #serverStarted = false;
 
   /** `start` opens the session: its session-start record, or the first record of a trace without one. */
@@ -83,6 +89,7 @@ export class SessionTally {
     if (record.type === 'process-start') this.#serverStarted = true;
     if (record.type.startsWith('sandbox.'))
       (this.#serverStarted ? this.#egress : this.#setupEgress).add(record);
+    if (record.type.startsWith('sandbox.secret-')) this.#secrets.add(record);
     switch (record.type) {
       case 'message':
         this.#message(record, t);
@@ -132,6 +139,9 @@ export class SessionTally {
     session.unanswered = this.#pending.size;
     session.egress = this.#egress.result();
     session.setupEgress = this.#setupEgress.result();
+    const secrets = this.#secrets.result();
+    session.secrets = secrets.secrets;
+    session.boundHosts = secrets.boundHosts;
     for (const [tool, values] of this.#latencies) {
       const stats = session.tools[tool];
       if (!stats) continue;
@@ -252,6 +262,8 @@ function emptySession(start: TraceRecord): SessionSummary {
     egress: {},
     setupEgress: {},
     envHints: [],
+    secrets: {},
+    boundHosts: {},
     end: null,
   };
 }

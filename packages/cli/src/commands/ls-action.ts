@@ -93,13 +93,18 @@ function describe(entry: ServerEntry): ListedServer {
   };
 }
 
-/** The env-block names that `run` is not told to pass (`--env KEY`, `-e KEY`, `--env=KEY`). */
+/**
+ * The env-block names that `run` is not told to pass (`--env KEY`, `-e KEY`, `--env=KEY`) nor to
+ * bind (`--secret KEY@host`: the server holds a stand-in for it).
+ */
 export function withheldEnv(envKeys: readonly string[], runArgs: readonly string[]): string[] {
   const passed = new Set<string>();
   for (let i = 0; i < runArgs.length; i++) {
     const arg = runArgs[i] as string;
     const value = arg === '--env' || arg === '-e' ? runArgs[i + 1] : /^--env=(.*)$/.exec(arg)?.[1];
     if (value !== undefined) passed.add(value.split('=')[0] as string);
+    const bound = arg === '--secret' ? runArgs[i + 1] : /^--secret=(.*)$/.exec(arg)?.[1];
+    if (bound !== undefined) passed.add(bound.split('@')[0] as string);
   }
   return envKeys.filter((key) => !passed.has(key));
 }

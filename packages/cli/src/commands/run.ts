@@ -40,7 +40,7 @@ import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
 import { WslRequiredError, wslStatus } from '../wsl.js';
-import { planSecrets } from './secret-plan.js';
+import { planSecrets, substitutesSecrets } from './secret-plan.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
 export interface RunFlags {
@@ -485,6 +485,7 @@ async function runAction(
       spec: plan.spec,
       secrets: plan.secrets,
       withheldEnv: plan.allow.withheld,
+      secretHints: substitutesSecrets(plan.backend.id),
       mountHints: mountHintsFor(command, plan.spec.mounts ?? [], plan.backend.isolation, io.env.HOME),
       input: io.stdin,
       output: io.stdout,

@@ -11,6 +11,11 @@ import {
 /** Backends whose egress passes this host's proxy, which substitutes a bound secret on the wire. */
 const SUBSTITUTING_BACKENDS = new Set(['local', 'srt', 'seatbelt']);
 
+/** Whether `--secret` is honoured on this backend (else run refuses it, naming `--env`). */
+export function substitutesSecrets(backendId: string): boolean {
+  return SUBSTITUTING_BACKENDS.has(backendId);
+}
+
 /**
  * `--secret` flags, parsed and bound to the host environment's values. Refused on a backend that
  * cannot keep the value out of the sandbox, with the alternative; refused for a host no
@@ -26,7 +31,7 @@ export function planSecrets(
 ): BoundSecret[] {
   if (flags.length === 0) return [];
   const bindings = flags.map(parseSecretFlag);
-  if (!SUBSTITUTING_BACKENDS.has(backend.id)) {
+  if (!substitutesSecrets(backend.id)) {
     const names = bindings.map((b) => b.name).join(', ');
     throw new UsageError(
       `--secret is not supported on backend ${backend.id} (its egress does not pass through this host's proxy, ` +

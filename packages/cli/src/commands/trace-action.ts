@@ -4,6 +4,7 @@ import {
   ExitCode,
   escapeControls,
   jsonForTerminal,
+  knownSecretHosts,
   readTrace,
   type SessionSummary,
   summarizeTrace,
@@ -124,8 +125,50 @@ function formatSession(s: SessionSummary): string[] {
   const troubled = Object.values(s.setupEgress).some((e) => e.denied + e.failed > 0);
   if (troubled)
     lines.push(...formatEgress('egress before the server started (install, setup)', s.setupEgress));
-  for (const name of s.envHints)
-    lines.push(`env: the server asked for ${name}, which was withheld (pass it with --env ${name})`);
+  for (const name of s.envHints) {
+    const hosts = knownSecretHosts(name);
+    const how = hosts
+      ? `--secret ${name}@${hosts.join(',')} on backend local, or --env ${name}`
+      : `--env ${name}`;
+    lines.push(`env: the server asked for ${name}, which was withheld (pass it with ${how})`);
+  }
+  lines.push(...formatSecrets(s));
+  return lines;
+}
+
+/** `secrets:` then each bound secret: where its real value went, and where its stand-in did not belong. */
+function formatSecrets(s: SessionSummary): string[] {
+  const lines: string[] = [];
+  const secrets = Object.entries(s.secrets ?? {});
+  if (secrets.length > 0) lines.push('secrets (never the value):');
+  for (const [name, stats] of secrets) {
+    const hosts = Object.entries(stats.substituted);
+    const total = hosts.reduce((sum, [, n]) => sum + n, 0);
+    lines.push(
+      total > 0
+        ? `  ${name}: put on the wire in ${total} request(s) to ${hosts.map(([h, n]) => `${h} (${n})`).join(', ')}`
+        : `  ${name}: never put on the wire`,
+    );
+    for (const request of stats.requests) lines.push(`    ${request}`);
+    const misuse = Object.entries(stats.misuse);
+    if (misuse.length > 0) {
+      lines.push(
+        `    misuse: the stand-in was sent where it is not replaced: ${misuse.map(([where, n]) => `${where} (${n})`).join(', ')}`,
+      );
+    }
+    if (stats.repliesCut > 0)
+      lines.push(`    ${stats.repliesCut} reply(ies) cut off: they carried the real value`);
+  }
+  for (const [host, t] of Object.entries(s.boundHosts ?? {})) {
+    const parts = [
+      t.tlsFailed > 0
+        ? `${t.tlsFailed} connection(s) did not complete TLS with the session CA (use --env for such a client)`
+        : '',
+      t.refused > 0 ? `${t.refused} request(s) refused by the strict reader` : '',
+      t.repliesCut > 0 ? `${t.repliesCut} reply(ies) cut off (compressed, not searchable)` : '',
+    ].filter(Boolean);
+    lines.push(`bound host ${host}: ${parts.join('; ')}`);
+  }
   return lines;
 }
 

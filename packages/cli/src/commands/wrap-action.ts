@@ -19,6 +19,7 @@ import {
 } from '../config/clients.js';
 import type { WrapCommand } from '../config/edit.js';
 import { WSL_LAUNCHER } from '../config/launcher.js';
+import { envFlagsFor } from '../config/env-flags.js';
 import {
   type ChangePlan,
   labelOf,
@@ -45,6 +46,7 @@ import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
 import { wslMountFlag } from '../wsl.js';
 import { locateContext, reportConfigError, verdictContext } from './config-context.js';
 import { parseRunWords, type RunFlags } from './run.js';
+import { substitutesSecrets } from './secret-plan.js';
 import { markerFor, type ResolvedLauncher, resolveLauncher } from './wrap-launcher.js';
 
 export interface TargetFlags {
@@ -200,6 +202,8 @@ export interface WrapReport {
   readonly mounts: readonly string[];
   readonly refused: readonly RefusedPath[];
   readonly notes: readonly string[];
+  /** How each variable of its env block is passed (`--secret` or `--env`), and why. */
+  readonly envChoices: readonly string[];
 }
 
 export interface WrapSettings {
@@ -213,10 +217,16 @@ export interface WrapSettings {
   readonly rewrap?: boolean;
   /** Windows: the server runs inside WSL2; its Windows paths are translated (windows-mounts.ts). */
   readonly windows?: boolean;
+  /**
+   * The backend the entry runs on, and whether it substitutes `--secret`: then a known server's
+   * token becomes `--secret NAME@host` (see env-flags.ts). Unset: every name is `--env`.
+   */
+  readonly backend?: { readonly id: string; readonly substitutes: boolean };
 }
 
 /**
- * The entry's env keys become `--env KEY`: the values stay in the client's env block. Host paths
+ * The entry's env keys become `--env KEY`, or `--secret KEY@host` for a known server's token (see
+ * `envFlagsFor`): the values stay in the client's env block. Host paths
  * its arguments name become `--mount path` when `mounts` is set (see `pathMountsFor`), unless the
  * user's own `--mount` already shows that path.
  */
@@ -225,8 +235,10 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const given = new Set<string>();
   const mounted = new Set<string>();
   const userMounts: string[] = [];
+  const allowNet: string[] = [];
   for (let i = 0; i < runArgs.length; i++) {
     if (runArgs[i] === '--env') given.add(runArgs[i + 1] as string);
+    if (runArgs[i] === '--allow-net') allowNet.push(runArgs[i + 1] as string);
     // A bound secret's variable stays in the env block for run to read, never as --env too.
     if (runArgs[i] === '--secret') given.add((runArgs[i + 1] as string).split('@')[0] as string);
     if (runArgs[i] === '--mount') {
@@ -237,9 +249,16 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   }
   const stateName = settings.keepState && !runArgs.includes('--state') ? stateNameFor(entry.name) : undefined;
   const state = stateName ? ['--state', stateName] : [];
-  const fromBlock = entry.envKeys.filter((k) => !given.has(k)).flatMap((k) => ['--env', k]);
   const ours = settings.rewrap ? ourCommand(entry) : undefined;
   const server = ours ? ours.server : [entry.command ?? '', ...entry.args];
+  const fromBlock = envFlagsFor({
+    server,
+    keys: entry.envKeys.filter((k) => !given.has(k)),
+    envKeys: entry.envKeys,
+    backend: settings.backend?.id ?? '',
+    substitutes: settings.backend?.substitutes ?? false,
+    allowNet,
+  });
   const found: { mounts: readonly PathMount[]; refused: readonly RefusedPath[]; server?: readonly string[] } =
     settings.windows
       ? windowsPathMountsFor(server, {
@@ -271,11 +290,12 @@ export function wrapCommandFor(entry: ServerEntry, settings: WrapSettings): Wrap
   const serverArgs = found.server && !ours ? { serverArgs: found.server.slice(1) } : {};
   return {
     launcher,
-    runArgs: [...runArgs, ...state, ...fromPaths.flatMap((m) => ['--mount', m]), ...fromBlock],
+    runArgs: [...runArgs, ...state, ...fromPaths.flatMap((m) => ['--mount', m]), ...fromBlock.args],
     ...serverArgs,
     mounts: [...userMounts, ...fromPaths],
     refused: found.refused,
     notes,
+    envChoices: settings.backend ? fromBlock.lines : [],
   };
 }
 
@@ -307,6 +327,7 @@ function report(plan: ChangePlan, logger: Logger, details?: ReadonlyMap<string, 
         `${o.name}: not mounted: ${detail.refused.map((r) => `${r.path} (${r.reason})`).join(', ')}`,
       );
     }
+    for (const choice of detail.envChoices) logger.info(`${o.name}: env ${choice}`);
     for (const note of detail.notes) logger.warn(`${o.name}: ${note}`);
   }
 }
@@ -385,6 +406,7 @@ async function wrapAction(
         keepState,
         rewrap,
         windows,
+        backend: { id: flags.backend, substitutes: substitutesSecrets(flags.backend) },
       });
       const server = rewrap ? (ourCommand(entry)?.server ?? []) : [entry.command ?? '', ...entry.args];
       const refusal = pythonBackendNote(server, flags.backend);

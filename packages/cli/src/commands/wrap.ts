@@ -57,7 +57,9 @@ export function registerWrapCommands(
     `
 Clients: ${clients}.
 Each chosen stdio entry keeps its name, position and other fields; its "env" keys become --env KEY
-(values stay in the env block), and each host path its arguments name that exists here becomes a
+(values stay in the env block), or --secret KEY@host with --allow-net host for the token of a server
+whose API host is known (GitHub, Slack, Brave, Notion, …; backend local: the server gets a stand-in,
+the real value goes to that host only; --env KEY keeps the old way), and each host path its arguments name that exists here becomes a
 --mount at the same path (read-only unless --rw or the package it starts is a known writer such
 as server-filesystem), but never the home, a folder above it, its hidden or settings folders
 (keys, tokens, browser profiles), a hidden root or a system folder; each entry's mounts are

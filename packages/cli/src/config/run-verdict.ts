@@ -1,10 +1,19 @@
 import { posix } from 'node:path';
-import { type IsolationLevel, isolationRank, parseSecretFlag } from '@mcpsandbox/core';
+import {
+  type IsolationLevel,
+  isolationRank,
+  knownSecretHosts,
+  looksSecret,
+  parseSecretFlag,
+  secretFlagFor,
+} from '@mcpsandbox/core';
 import type { BackendRegistry } from '../backends.js';
 import type { RunWords } from '../commands/run.js';
+import { substitutesSecrets } from '../commands/secret-plan.js';
 import { BACKEND_ENV } from '../compat.js';
 import { parseFs } from '../fs-copy.js';
 import { parseAllowNet, parseMount, parseSetting } from '../parse.js';
+import { knownSecretsOfServer } from './env-flags.js';
 import { hostPathRefusal } from './path-mounts.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -145,7 +154,9 @@ export function judgeRunWords(
   // `--env KEY` for a name the entry's env block does not set: the value is the client's own.
   for (const item of flags.env) {
     const name = item.split('=')[0] ?? '';
-    if (!item.includes('=') && !entry.envKeys.includes(name))
+    if (looksSecret(name) || knownSecretHosts(name) !== undefined)
+      grants.push(inClear(name, run, chosen.name));
+    else if (!item.includes('=') && !entry.envKeys.includes(name))
       grants.push(`gets ${name} from the client's environment (--env)`);
   }
   // A bound secret never enters the sandbox: said as what it is, the real value's only destinations.
@@ -160,6 +171,18 @@ export function judgeRunWords(
     grants.push(`its install step gets ${item.split('=')[0]} (--install-env)`);
   }
   return { backend: chosen.name, backendIsDefault: !run.backendGiven, weakenedBy, grants };
+}
+
+/**
+ * A secret passed with `--env`: the sandbox holds the real value, and with it any granted host
+ * could receive it. Where its host is known for this server and the backend substitutes, the
+ * `--secret` that keeps it out is named.
+ */
+function inClear(name: string, run: RunWords, backend: string): string {
+  const known = knownSecretsOfServer(run.command).find((s) => s.variable === name);
+  const instead =
+    known && substitutesSecrets(backend) ? `; --secret ${secretFlagFor(known)} would keep it out` : '';
+  return `holds ${name} in clear (--env)${instead}`;
 }
 
 /** `--backend`, else the entry's own `MCP_SANDBOX_BACKEND`, else the user's, else the default. */

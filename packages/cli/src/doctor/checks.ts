@@ -3,6 +3,7 @@ import { isSandboxError } from '@mcpsandbox/core';
 import type { InstallCacheView } from '../options.js';
 import { parseWslList } from '../wsl.js';
 import { type FoundUv, pythonCheck, uvCacheDir, uvCheck, uvLocator } from './python.js';
+import { secretsCheck } from './secrets-check.js';
 import type { BackendProbe, BackendStatus, CheckResult, DoctorCheck, DoctorHost } from './types.js';
 
 /** mcp-sandbox's own floor (package.json engines). */
@@ -316,6 +317,7 @@ export function standardChecks(host: DoctorHost): DoctorCheck[] {
     npxCacheCheck(host),
     ...pythonChecks(host),
     e2bKeyCheck(host),
+    secretsCheck(host),
   ];
 }
 
