@@ -39,7 +39,7 @@ async function firstStart(argv, { cwd, env, timeoutMs }) {
 export async function measureNpxFirstStarts(
   targets,
   server,
-  { runs, timeoutMs = 180_000, cwd, deadlineMs = Number.POSITIVE_INFINITY },
+  { runs, timeoutMs = 180_000, cwd, deadlineMs = Number.POSITIVE_INFINITY, installedNowhere = true },
 ) {
   const scratch = mkdtempSync(join(os.tmpdir(), 'mcpsandbox-bench-npx-first-'));
   const heldCache = join(scratch, 'npm-cache');
@@ -84,7 +84,7 @@ export async function measureNpxFirstStarts(
           firstStart(target.argv(server), { cwd, env: envWith(heldCache, sandboxCache), timeoutMs }),
         );
       }
-      for (const [name, target] of all) {
+      for (const [name, target] of installedNowhere ? all : []) {
         const fresh = mkdtempSync(join(scratch, 'fresh-'));
         await record('fresh', name, () =>
           firstStart(target.argv(server), {
@@ -101,7 +101,8 @@ export async function measureNpxFirstStarts(
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
-  for (const section of [out.cached, out.fresh])
+  if (!installedNowhere) delete out.fresh;
+  for (const section of [out.cached, out.fresh ?? {}])
     for (const [name, entry] of Object.entries(section)) {
       if (entry.samplesMs.length === 0) section[name] = { skipped: entry.failures?.at(-1) ?? 'no start' };
       else entry.medianMs = round(median(entry.samplesMs), 1);
