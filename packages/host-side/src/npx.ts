@@ -37,7 +37,7 @@ import {
 } from './npx/entries.js';
 import { checkInstalledIntegrity } from './npx/installed-integrity.js';
 import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-config.js';
-import { dropOptional, MAX_SKIPPED, optionalPackages } from './npx/optional.js';
+import { dropOptional, hasInstallScripts, MAX_SKIPPED, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { type SeededCache, seedInstallCache } from './npx/seed-cache.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
@@ -246,6 +246,8 @@ async function install(
           integrity = checkInstalledIntegrity(prefix, spec, pinned.integrity);
         // The lock as npm wrote it, before any package code ran.
         optional = optionalPackages(prefix);
+        // Nothing to build: the fetch linked the bins already (a step start saved).
+        if (!hasInstallScripts(prefix)) continue;
       }
       const context = { staging, stagingName, prefix, prefixBind, trust, headers, env, report, guard };
       await runInstallStep(
