@@ -194,6 +194,11 @@ describe('vouchedByRegistry: only what the registry gives anyone for that name@v
     );
   });
 
+  it('asks nothing more once its total time is spent', async () => {
+    const pub = tarball('pub', '1.0.0', PUBLIC);
+    expect(await vouchedByRegistry(registry, [pub], { trust: {}, totalMs: 0 })).toEqual([]);
+  });
+
   it('drops everything when the registry cannot be asked', async () => {
     const pub = tarball('pub', '1.0.0', PUBLIC);
     expect(await vouchedByRegistry('http://127.0.0.1:9/', [pub], { trust: {}, timeoutMs: 2_000 })).toEqual(

@@ -67,6 +67,8 @@ export interface VouchOptions {
   readonly concurrency?: number;
   /** Per question (default 15 s); one that takes longer only leaves its tarball out. */
   readonly timeoutMs?: number;
+  /** No question is asked after this long (default 60 s): what is left is downloaded by npm. */
+  readonly totalMs?: number;
 }
 
 /**
@@ -81,8 +83,9 @@ export async function vouchedByRegistry(
 ): Promise<LockedTarball[]> {
   const vouched: LockedTarball[] = [];
   let next = 0;
+  const until = Date.now() + (options.totalMs ?? 60_000);
   const worker = async () => {
-    while (next < locked.length) {
+    while (next < locked.length && Date.now() < until) {
       const tarball = locked[next++] as LockedTarball;
       try {
         const said = await resolveFromRegistry(
