@@ -64,6 +64,8 @@ const SECOND_SURVEY = [
     env: { AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_REGION: 'us-east-1' },
   },
   { name: 'supabase', args: ['@supabase/mcp-server-supabase@0.13.0'], env: { SUPABASE_ACCESS_TOKEN: 'x' } },
+  // An optional native dependency (ssh2's cpu-features, built from source at install).
+  { name: 'ssh', args: ['ssh-mcp@2.11.0', '--', '--host=127.0.0.1', '--user=nobody'] },
 ];
 
 const { values: flags } = parseArgs({

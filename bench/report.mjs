@@ -301,10 +301,12 @@ function npxFirstTables(npx) {
       '### npx first start, the npm cache already holds the package (spawn → first response, ms)',
       npx.cached,
     ),
-    ...section(
-      '### npx first start, the package installed nowhere (new npm cache each run; spawn → first response, ms)',
-      npx.fresh,
-    ),
+    ...(npx.fresh
+      ? section(
+          '### npx first start, the package installed nowhere (new npm cache each run; spawn → first response, ms)',
+          npx.fresh,
+        )
+      : []),
   ];
 }
 
@@ -372,7 +374,7 @@ function startTargets(results, add) {
       add(
         local <= factor * base ? 'PASS' : 'MISS',
         label,
-        `local ${local} ms vs direct ${base} ms: ${round(local / base, 2)}×`,
+        `local ${local} ms vs direct ${base} ms: ${round(local / base, 2)}×${npx.asRoot ? " (as root: installs run as another uid, root's npm cache seeds the install's own)" : ''}`,
       );
   }
   const warmDirect = results.coldStart?.['npx direct']?.medianMs;

@@ -86,7 +86,7 @@ const settings = {
   throughput: quick ? { seconds: 1, warmupSeconds: 0.25 } : { seconds: 3, warmupSeconds: 0.5 },
   session: quick ? { runs: 3 } : { runs: 10 },
   cold: quick ? { runs: 3, npxRuns: 2 } : { runs: 10, npxRuns: 5 },
-  npxFirst: { runs: 1 },
+  npxFirst: quick ? { runs: 1 } : { runs: 5, freshRuns: 1 },
   uvx: quick ? { firstRuns: 1, warmRuns: 2 } : { firstRuns: 2, warmRuns: 3 },
   egress: quick ? { rounds: 10 } : { rounds: 50 },
   memory: quick ? { checkpoints: [2_000, 10_000] } : { checkpoints: [10_000, 100_000] },

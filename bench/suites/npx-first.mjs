@@ -33,13 +33,14 @@ async function firstStart(argv, { cwd, env, timeoutMs }) {
 }
 
 /**
- * `targets`: { direct, sandboxed: [[name, target]] }; `server`: the npx argv. Returns
+ * `targets`: { direct, sandboxed: [[name, target]] }; `server`: the npx argv; `runs` rounds of the
+ * cached starts, the first `freshRuns` of them with the installed-nowhere starts too. Returns
  * `{ cached: { direct, <name>… }, fresh: { … } }`, each `{ samplesMs, medianMs }` or `{ skipped }`.
  */
 export async function measureNpxFirstStarts(
   targets,
   server,
-  { runs, timeoutMs = 180_000, cwd, deadlineMs = Number.POSITIVE_INFINITY },
+  { runs, freshRuns = runs, timeoutMs = 180_000, cwd, deadlineMs = Number.POSITIVE_INFINITY },
 ) {
   const scratch = mkdtempSync(join(os.tmpdir(), 'mcpsandbox-bench-npx-first-'));
   const heldCache = join(scratch, 'npm-cache');
@@ -51,7 +52,7 @@ export async function measureNpxFirstStarts(
     XDG_STATE_HOME: sandboxCache,
   });
   const all = [['direct', targets.direct], ...targets.sandboxed];
-  const out = { cached: {}, fresh: {} };
+  const out = { cached: {}, fresh: {}, asRoot: process.getuid?.() === 0 };
   for (const [name] of all) {
     out.cached[name] = { samplesMs: [] };
     out.fresh[name] = { samplesMs: [] };
@@ -84,7 +85,8 @@ export async function measureNpxFirstStarts(
           firstStart(target.argv(server), { cwd, env: envWith(heldCache, sandboxCache), timeoutMs }),
         );
       }
-      for (const [name, target] of all) {
+      // Installed nowhere: minutes of downloads a run, so fewer rounds of it.
+      for (const [name, target] of i < freshRuns ? all : []) {
         const fresh = mkdtempSync(join(scratch, 'fresh-'));
         await record('fresh', name, () =>
           firstStart(target.argv(server), {
@@ -101,7 +103,8 @@ export async function measureNpxFirstStarts(
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
-  for (const section of [out.cached, out.fresh])
+  if (freshRuns === 0) delete out.fresh;
+  for (const section of [out.cached, out.fresh ?? {}])
     for (const [name, entry] of Object.entries(section)) {
       if (entry.samplesMs.length === 0) section[name] = { skipped: entry.failures?.at(-1) ?? 'no start' };
       else entry.medianMs = round(median(entry.samplesMs), 1);

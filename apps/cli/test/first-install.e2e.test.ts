@@ -18,6 +18,7 @@ chmodSync(root, 0o755);
 interface Package {
   readonly manifest: Record<string, unknown>;
   readonly tarball: Buffer;
+  readonly shrinkwrap?: boolean;
 }
 const packages = new Map<string, Package>();
 let tarballs = 0;
@@ -25,6 +26,10 @@ let tarballs = 0;
 let gateOpen = false;
 /** Root's own npm cache, as a devcontainer's or CI's npx fills it. */
 const ROOT_CACHE = join(root, 'root-npm-cache');
+/** A package of root's that the registry serves only with credentials; its tarball's secret. */
+const PRIVATE = 'corp-secret';
+const PRIVATE_TEXT = 'corp secret 4242';
+let privateRefused = 0;
 /** A host folder a hostile optional dependency points its own directory at before failing. */
 const CANARY = join(root, 'canary');
 let server: Server;
@@ -83,7 +88,8 @@ function publish(name: string, manifest: Record<string, unknown>, files: Record<
     writeFileSync(join(dir, 'package', file), text, { mode: 0o755 });
   }
   execFileSync('tar', ['-czf', join(dir, 'pkg.tgz'), '-C', dir, 'package']);
-  packages.set(name, { manifest: full, tarball: readFileSync(join(dir, 'pkg.tgz')) });
+  const shrinkwrap = 'npm-shrinkwrap.json' in files;
+  packages.set(name, { manifest: full, tarball: readFileSync(join(dir, 'pkg.tgz')), shrinkwrap });
 }
 
 beforeAll(async () => {
@@ -93,6 +99,11 @@ beforeAll(async () => {
     const tgz = /^\/([a-z-]+)\/-\/[a-z-]+-1\.0\.0\.tgz$/.exec(url);
     const found = packages.get(tgz ? (tgz[1] as string) : url.slice(1));
     if (!found) return res.writeHead(404).end('{}');
+    // A private package: served only with credentials (root's npm has them, the sandbox not).
+    if (found.manifest.name === PRIVATE && !req.headers.authorization) {
+      if (tgz) privateRefused++;
+      return res.writeHead(404).end('{}');
+    }
     if (tgz) tarballs++;
     if (tgz) return res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(found.tarball);
     const name = found.manifest.name as string;
@@ -103,6 +114,7 @@ beforeAll(async () => {
         '1.0.0': {
           ...found.manifest,
           ...(found.manifest.scripts ? { hasInstallScript: true } : {}),
+          ...(found.shrinkwrap ? { _hasShrinkwrap: true, hasShrinkwrap: true } : {}),
           dist: {
             tarball: `${registry}${name}/-/${name}-1.0.0.tgz`,
             integrity: `sha512-${createHash('sha512').update(found.tarball).digest('base64')}`,
@@ -175,6 +187,41 @@ process.chdir('/');
 fs.rmSync(__dirname, { recursive: true, force: true });
 fs.symlinkSync(${JSON.stringify(CANARY)}, __dirname);
 process.exit(1);`,
+    },
+  );
+  publish(PRIVATE, {}, { 'secret.txt': PRIVATE_TEXT });
+  const secret = packages.get(PRIVATE)?.tarball as Buffer;
+  // The shrinkwrap hole: a public package whose npm-shrinkwrap.json names the private tarball by
+  // its integrity, and whose install script prints whatever of it reached the install.
+  publish(
+    'wrap-server',
+    {
+      bin: { 'wrap-server': 'server.js' },
+      dependencies: { [PRIVATE]: '1.0.0' },
+      scripts: { install: 'node leak.js' },
+    },
+    {
+      'server.js': SERVER,
+      'leak.js': `const fs = require('node:fs');
+let text;
+try { text = fs.readFileSync(require.resolve('${PRIVATE}/secret.txt'), 'utf8'); } catch { process.exit(0); }
+// npm shows a script's output when it fails.
+console.error('LEAKED ' + text);
+process.exit(1);`,
+      'npm-shrinkwrap.json': JSON.stringify({
+        name: 'wrap-server',
+        version: '1.0.0',
+        lockfileVersion: 3,
+        requires: true,
+        packages: {
+          '': { name: 'wrap-server', version: '1.0.0', dependencies: { [PRIVATE]: '1.0.0' } },
+          [`node_modules/${PRIVATE}`]: {
+            version: '1.0.0',
+            resolved: `${registry}${PRIVATE}/-/${PRIVATE}-1.0.0.tgz`,
+            integrity: `sha512-${createHash('sha512').update(secret).digest('base64')}`,
+          },
+        },
+      }),
     },
   );
   publish(
@@ -342,5 +389,79 @@ describe('first installs of packages that build at install time (local backend)'
     const warm = await cli(['inspect', '--json', ...args]);
     expect(warm.code, warm.stderr).toBe(0);
     expect(warm.stderr).not.toContain('installing slow-server');
+  });
+});
+
+/** Fills root's own npm cache as direct `npx` runs would (once): with `specs`, root's credentials given. */
+let rootCacheFilled: Promise<void> | undefined;
+function fillRootCache(): Promise<void> {
+  const project = mkdtempSync(join(root, 'direct-'));
+  const npm = (spec: string, auth: readonly string[] = []) =>
+    new Promise<void>((resolve, reject) =>
+      execFile(
+        'npm',
+        [
+          'install',
+          spec,
+          '--prefix',
+          project,
+          '--cache',
+          ROOT_CACHE,
+          '--registry',
+          registry,
+          '--ignore-scripts',
+          ...auth,
+        ],
+        { env: { PATH: process.env.PATH ?? '', HOME: root } },
+        (error, _out, stderr) => (error ? reject(new Error(stderr)) : resolve()),
+      ),
+    );
+  const host = new URL(registry).host;
+  rootCacheFilled ??= npm('cached-server@1.0.0')
+    .then(() => npm(`${PRIVATE}@1.0.0`, [`--//${host}/:_authToken=root-token`]))
+    .then(() => chmodSync(ROOT_CACHE, 0o755));
+  return rootCacheFilled;
+}
+
+/** Every entry of root's cache with its size, time, mode and owner: what no install may change. */
+const rootCacheListing = () =>
+  execFileSync('find', [ROOT_CACHE, '-printf', '%p %s %T@ %m %u\\n'], { encoding: 'utf8' });
+
+describe.runIf(process.getuid?.() === 0)("as root: root's npm cache (installs run as another uid)", () => {
+  // Before: "npm's cache … is owned by uid 0, not by uid 65534: installs download into a private
+  // cache instead", and every tarball downloaded again.
+  it('a first install takes what the cache holds, downloads none of it, says nothing and writes nothing there', {
+    timeout: 150_000,
+  }, async () => {
+    await fillRootCache();
+    const before = rootCacheListing();
+    const downloaded = tarballs;
+    const result = await inspect('cached-server@1.0.0', [], { npm_config_cache: ROOT_CACHE });
+    expect(result.code, result.stderr).toBe(0);
+    expect(tarballs, result.stderr).toBe(downloaded);
+    expect(result.stderr).not.toContain('private cache');
+    expect(result.stderr).not.toContain('owned by uid');
+    // Its install script saw neither root's cache nor the install's own copy.
+    expect(result.stderr).not.toContain('CACHE VISIBLE');
+    expect(rootCacheListing()).toBe(before);
+  });
+
+  // A package's shrinkwrap names, by its integrity, a private tarball root's cache holds: only
+  // what the registry serves to anyone is taken from the cache, so the install asks the registry
+  // for it, is refused, and the script never reads it.
+  it("a shrinkwrap naming a private tarball of root's cache by its integrity does not get it", {
+    timeout: 150_000,
+  }, async () => {
+    await fillRootCache();
+    const before = rootCacheListing();
+    const refused = privateRefused;
+    const result = await inspect('wrap-server@1.0.0', [], { npm_config_cache: ROOT_CACHE });
+    expect(result.stderr).not.toContain(PRIVATE_TEXT);
+    expect(result.stderr).not.toContain('LEAKED');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('installing wrap-server@1.0.0 failed in its download step');
+    // Control: the shrinkwrap was followed, and the registry refused the tarball without credentials.
+    expect(privateRefused).toBeGreaterThan(refused);
+    expect(rootCacheListing()).toBe(before);
   });
 });

@@ -22,7 +22,17 @@ interface Case {
   readonly serverArgs?: readonly string[];
   /** A tool the server lists. */
   readonly tool: string;
+  /** A name for the case other than the package (the same package run another way). */
+  readonly name?: string;
+  /** More environment for the binary (an install cache of its own). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** What mcp-sandbox must say on stderr. */
+  readonly says?: RegExp;
 }
+
+/** ssh-mcp: ssh2 has an optional native dependency (cpu-features) built from source at install. */
+const SSH_MCP = 'ssh-mcp@2.11.0';
+const SSH_ARGS = ['--', '--host=127.0.0.1', '--user=nobody'];
 
 const SERVERS: readonly Case[] = [
   { pkg: '@modelcontextprotocol/server-everything@2026.8.31', serverArgs: ['stdio'], tool: 'echo' },
@@ -36,13 +46,25 @@ const SERVERS: readonly Case[] = [
   { pkg: '@modelcontextprotocol/server-sequential-thinking@2026.8.31', tool: 'sequentialthinking' },
   { pkg: '@playwright/mcp@0.0.83', tool: 'browser_navigate' },
   { pkg: 'chrome-devtools-mcp@1.11.0', tool: 'navigate_page' },
+  { pkg: SSH_MCP, serverArgs: SSH_ARGS, tool: 'list-connections' },
+  {
+    // Where the optional build cannot succeed (no headers to build against, none to download),
+    // npm skips it and the server works without it: so does the sandboxed install.
+    name: `${SSH_MCP}, its optional native build failing`,
+    pkg: SSH_MCP,
+    runArgs: ['--install-env', 'npm_config_nodedir=/nonexistent'],
+    serverArgs: SSH_ARGS,
+    env: { XDG_CACHE_HOME: join(data, 'ssh-cache'), XDG_STATE_HOME: join(data, 'ssh-state') },
+    says: /skipped the optional dependency cpu-features: its install script failed/,
+    tool: 'list-connections',
+  },
 ];
 
 async function connect(item: Case) {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'run', ...(item.runArgs ?? []), '--', 'npx', '-y', item.pkg, ...(item.serverArgs ?? [])],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', ...item.env },
     // Run outside the repository, so that npx cannot find a workspace copy.
     cwd: data,
     stderr: 'pipe',
@@ -62,12 +84,13 @@ async function connect(item: Case) {
 
 describe('real servers list their tools under the allowlist filter', () => {
   for (const item of SERVERS) {
-    it(item.pkg, { timeout: 240_000 }, async () => {
+    it(item.name ?? item.pkg, { timeout: 240_000 }, async () => {
       const { client, stderr } = await connect(item);
       try {
         const { tools } = await client.listTools(undefined, { timeout: 30_000 });
         const names = tools.map((tool) => tool.name);
         expect(names, stderr()).toContain(item.tool);
+        if (item.says) expect(stderr()).toMatch(item.says);
         if (item.pkg.startsWith('@modelcontextprotocol/server-filesystem')) {
           // The mount is there and readable through the server.
           writeFileSync(join(data, 'planted.txt'), 'hello');

@@ -37,11 +37,18 @@ import {
 } from './npx/entries.js';
 import { checkInstalledIntegrity } from './npx/installed-integrity.js';
 import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-config.js';
-import { dropOptional, MAX_SKIPPED, optionalPackages } from './npx/optional.js';
+import { dropOptional, hasInstallScripts, MAX_SKIPPED, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
+import { type SeededCache, seedInstallCache } from './npx/seed-cache.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
 import { type InstallStep, installSteps, nodeHeaders, runStep, sharedCache } from './npx/steps.js';
-import { type NpxCacheOptions, type NpxDeps, type PreparedNpx, SANDBOX_NPM_ROOT } from './npx/types.js';
+import {
+  type NpxCacheOptions,
+  type NpxDeps,
+  type PreparedNpx,
+  SANDBOX_NPM_CACHE,
+  SANDBOX_NPM_ROOT,
+} from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
 import type { Bind } from './view.js';
 
@@ -239,21 +246,17 @@ async function install(
           integrity = checkInstalledIntegrity(prefix, spec, pinned.integrity);
         // The lock as npm wrote it, before any package code ran.
         optional = optionalPackages(prefix);
+        // Nothing to build: the fetch linked the bins already (a step start saved).
+        if (!hasInstallScripts(prefix)) continue;
       }
-      const binds = [
-        prefixBind,
-        ...trust,
-        ...(step.cache ? [step.cache] : []),
-        ...(step.binds ?? []),
-        ...(step.scripts && headers ? headers.binds : []),
-      ];
-      // The fetch reaches the registry only; the scripts as today's install scripts do.
-      const hosts = step.scripts ? [grant, ...(deps.cache.installHosts ?? [])] : [grant];
-      const run = () => runStep(step.argv, binds, { allow: hosts }, env, report, options, deps, guard);
-      const status = step.scripts
-        ? await skippingOptional(run, { report, inside, prefix, optional, logger: deps.logger })
-        : await run();
-      if (status.code !== 0) throw installFailure(spec, step, grant, status, report, deps.cache);
+      const context = { staging, stagingName, prefix, prefixBind, trust, headers, env, report, guard };
+      await runInstallStep(
+        step,
+        context,
+        { spec, inside, registry, grant, npmConfig, budget, optional },
+        options,
+        deps,
+      );
     }
     return publish(
       root,
@@ -277,6 +280,82 @@ async function install(
 }
 
 type StepStatus = { readonly code: number | null; readonly signal: string | null };
+
+/** One install step's sandbox, as install() set it up. */
+interface StepContext {
+  readonly staging: OpenDir;
+  readonly stagingName: string;
+  readonly prefix: OpenDir;
+  readonly prefixBind: Bind;
+  readonly trust: readonly Bind[];
+  readonly headers: ReturnType<typeof nodeHeaders>;
+  readonly env: Readonly<Record<string, string>>;
+  readonly report: InstallReport;
+  readonly guard: InstallGuard;
+}
+
+/** Runs `step` (the scripts step skipping failed optional packages); throws the install's failure. */
+async function runInstallStep(
+  step: InstallStep,
+  context: StepContext,
+  install: {
+    readonly spec: string;
+    readonly inside: string;
+    readonly registry: string;
+    readonly grant: string;
+    readonly npmConfig: HostNpmConfig;
+    readonly budget: ReturnType<typeof installBudget>;
+    readonly optional: ReadonlySet<string>;
+  },
+  options: PrepareOptions,
+  deps: NpxDeps,
+): Promise<void> {
+  const { staging, prefix, report, headers } = context;
+  // As root: the install's own cache, seeded by the host from root's (seed-cache.ts).
+  const seeded = step.seeded
+    ? await seedInstallCache({ staging, prefix }, step.seeded.path, install.registry, {
+        trust: {
+          caFiles: [install.npmConfig.cafile, deps.cache.hostEnv.NODE_EXTRA_CA_CERTS],
+          strictSsl: install.npmConfig.strictSsl,
+        },
+        limits: { fileBytes: install.budget.limit.bytes, totalBytes: install.budget.limit.bytes },
+        ...(deps.runAs ? { owner: deps.runAs } : {}),
+      })
+    : undefined;
+  const binds = [
+    context.prefixBind,
+    ...context.trust,
+    ...(step.cache ? [step.cache] : []),
+    ...(seeded ? [seededBind(deps.cache.cacheRoot, context.stagingName, seeded)] : []),
+    ...(step.binds ?? []),
+    ...(step.scripts && headers ? headers.binds : []),
+  ];
+  // The fetch reaches the registry only; the scripts as today's install scripts do.
+  const hosts = step.scripts ? [install.grant, ...(deps.cache.installHosts ?? [])] : [install.grant];
+  const run = () =>
+    runStep(step.argv, binds, { allow: hosts }, context.env, report, options, deps, context.guard);
+  let status: StepStatus;
+  try {
+    status = step.scripts
+      ? await skippingOptional(run, {
+          report,
+          inside: install.inside,
+          prefix,
+          optional: install.optional,
+          logger: deps.logger,
+        })
+      : await run();
+  } finally {
+    // Gone before any package code runs; what npm wrote there is never published.
+    if (seeded) removeAt(staging, seeded.name);
+  }
+  if (status.code !== 0) throw installFailure(install.spec, step, install.grant, status, report, deps.cache);
+}
+
+/** The seeded cache where npm's `ci` looks for it, read-write (npm writes its own records there). */
+function seededBind(cacheRoot: string, stagingName: string, seeded: SeededCache): Bind {
+  return { source: join(cacheRoot, stagingName, seeded.name), dest: SANDBOX_NPM_CACHE, mode: 'rw' };
+}
 
 /**
  * npm's rebuild fails on any script; npm's install skips an optional package whose build fails

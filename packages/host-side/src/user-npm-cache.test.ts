@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -57,9 +57,18 @@ describe('checkUserNpmCache', () => {
     expect(reason(join(parent, '.npm'))).toContain('behind a symlink');
   });
 
-  it('refuses a cache of another uid or one others may write', () => {
+  it('lends its own cache read-only to installs of another uid; refuses a third uid or one others may write', () => {
     const cache = dir('home', 'shared');
-    expect(reason(cache, { ...places, ownerUid: places.ownerUid + 1 })).toContain('owned by uid');
+    // Root's own cache while installs write as the sandbox's uid: read-only, never writable.
+    const lent = checkUserNpmCache(cache, { ...places, ownerUid: places.ownerUid + 1 });
+    expect(lent.ok && lent.cache.readOnly).toBe(true);
+    const own = checkUserNpmCache(cache, places);
+    expect(own.ok && own.cache.readOnly).toBe(false);
+    if (process.getuid?.() === 0) {
+      chownSync(cache, 12345, 12345);
+      expect(reason(cache, { ...places, ownerUid: 65534 })).toContain('owned by uid 12345');
+      chownSync(cache, 0, 0);
+    }
     chmodSync(cache, 0o777);
     expect(reason(cache)).toContain('writable by other users');
   });

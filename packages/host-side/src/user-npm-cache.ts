@@ -13,6 +13,11 @@ declare const validated: unique symbol;
 /** A cache directory that passed {@link checkUserNpmCache}; only ever made there. */
 export interface UserNpmCache {
   readonly path: string;
+  /**
+   * The cache is this process's own (root's) while installs write as another uid: never shown to
+   * a sandbox; the host copies from it only tarballs the registry vouches for (npx/seed-cache.ts).
+   */
+  readonly readOnly: boolean;
   readonly [validated]: true;
 }
 
@@ -35,7 +40,12 @@ export interface CachePlaces {
 
 export type CacheCheck =
   | { readonly ok: true; readonly cache: UserNpmCache }
-  | { readonly ok: false; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      /** Nothing is wrong (no cache yet): not worth a note. */
+      readonly quiet?: boolean;
+    };
 
 function realOrSelf(path: string): string {
   try {
@@ -53,7 +63,9 @@ function realOrSelf(path: string): string {
  */
 export function checkUserNpmCache(configured: string | undefined, places: CachePlaces): CacheCheck {
   const no = (reason: string): CacheCheck => ({ ok: false, reason });
-  if (configured === undefined || configured === '') return no('npm names no cache directory');
+  if (configured === undefined || configured === '') {
+    return { ok: false, reason: 'npm names no cache directory', quiet: true };
+  }
   // `~/.npm/` names the same directory as `~/.npm`; nothing else is rewritten.
   const path = configured.length > 1 && configured.endsWith('/') ? configured.slice(0, -1) : configured;
   if (!isAbsolute(path) || normalize(path) !== path || path.length > 4096 || path.includes('\0')) {
@@ -64,12 +76,15 @@ export function checkUserNpmCache(configured: string | undefined, places: CacheP
   try {
     stat = lstatSync(path);
   } catch {
-    return no(`npm's cache ${shown} does not exist yet`);
+    return { ok: false, reason: `npm's cache ${shown} does not exist yet`, quiet: true };
   }
   if (stat.isSymbolicLink()) return no(`npm's cache ${shown} is a symlink`);
   if (!stat.isDirectory()) return no(`npm's cache ${shown} is not a directory`);
   if (realOrSelf(path) !== path) return no(`npm's cache ${shown} lies behind a symlink`);
-  if (stat.uid !== places.ownerUid) {
+  // As root, root's own cache: installs write as another uid, so the host seeds from it.
+  const me = process.getuid?.() ?? 0;
+  const readOnly = stat.uid === me && places.ownerUid !== me;
+  if (stat.uid !== places.ownerUid && !readOnly) {
     return no(
       `npm's cache ${shown} is owned by uid ${stat.uid}, not by uid ${places.ownerUid} that installs write as`,
     );
@@ -102,7 +117,7 @@ export function checkUserNpmCache(configured: string | undefined, places: CacheP
   for (const hidden of places.hidden) {
     if (isInside(realOrSelf(hidden), path)) return no(`npm's cache ${shown} contains ${hidden}`);
   }
-  return { ok: true, cache: { path } as UserNpmCache };
+  return { ok: true, cache: { path, readOnly } as UserNpmCache };
 }
 
 /**

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeDir, openOwnedDir } from '../host-fs.js';
-import { dropOptional, optionalPackages } from './optional.js';
+import { dropOptional, hasInstallScripts, optionalPackages } from './optional.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-optional-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -69,5 +69,35 @@ describe('optional packages from npm lock', () => {
     mkdirSync(join(prefix, 'node_modules', 'b', 'lib'), { recursive: true });
     expect(withPrefix(prefix, (dir) => dropOptional(dir, 'node_modules/b'))).toBe('b');
     expect(existsSync(join(prefix, 'node_modules', 'b'))).toBe(false);
+  });
+});
+
+describe('whether the scripts step has anything to build', () => {
+  /** A prefix whose npm record of what it extracted is `record` (a string as written). */
+  function scripts(record: unknown): boolean {
+    const prefix = prefixWith({});
+    if (record !== undefined)
+      writeFileSync(
+        join(prefix, 'node_modules', '.package-lock.json'),
+        typeof record === 'string' ? record : JSON.stringify(record),
+      );
+    return withPrefix(prefix, hasInstallScripts);
+  }
+
+  it('no: no package npm extracted has an install script', () => {
+    expect(scripts({ packages: { 'node_modules/a': { version: '1.0.0' }, 'node_modules/b': {} } })).toBe(
+      false,
+    );
+  });
+
+  it('yes: one has, or the record is missing, does not parse, or says something else', () => {
+    expect(
+      scripts({ packages: { 'node_modules/a': {}, 'node_modules/b': { hasInstallScript: true } } }),
+    ).toBe(true);
+    expect(scripts({ packages: { 'node_modules/a': { hasInstallScript: 'yes' } } })).toBe(true);
+    expect(scripts({ packages: { 'node_modules/a': 1 } })).toBe(true);
+    expect(scripts({ packages: [] })).toBe(true);
+    expect(scripts('{')).toBe(true);
+    expect(scripts(undefined)).toBe(true);
   });
 });

@@ -32,6 +32,29 @@ export function optionalPackages(prefix: OpenDir): ReadonlySet<string> {
 }
 
 /**
+ * Whether any package npm installed has a build to run (`hasInstallScript` in npm's record of
+ * what it extracted, node_modules/.package-lock.json: install scripts or a binding.gyp). None:
+ * the scripts step has nothing to do (the fetch linked the bins), and is not started. A record
+ * that is missing or does not parse says yes.
+ */
+export function hasInstallScripts(prefix: OpenDir): boolean {
+  let lock: unknown;
+  try {
+    const text = readFileAt(prefix, ['node_modules', '.package-lock.json'], LOCK_BYTES);
+    if (!text) return true;
+    lock = JSON.parse(text.toString('utf8'));
+  } catch (error) {
+    if (error instanceof HostFsError || error instanceof SyntaxError) return true;
+    throw error;
+  }
+  const packages = isRecord(lock) ? lock.packages : undefined;
+  if (!isRecord(packages)) return true;
+  return Object.values(packages).some(
+    (value) => !isRecord(value) || (value.hasInstallScript !== false && value.hasInstallScript !== undefined),
+  );
+}
+
+/**
  * Removes an optional package whose build failed, as npm's own install does, through no-follow
  * opens below the prefix the host created. Returns its name when it is one to show.
  */

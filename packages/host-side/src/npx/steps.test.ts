@@ -73,3 +73,27 @@ describe('the fetch step with the user cache: one process, two npm commands', ()
     expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(1);
   });
 });
+
+describe("the fetch step with root's own cache, as root", () => {
+  it('never binds it: resolve with the sandbox own cache, then ci with the seeded one, then the scripts', () => {
+    const lent = { path: '/root/.npm', readOnly: true } as unknown as UserNpmCache;
+    const steps = installSteps('/run/p', 'pkg@1.0.0', config.registry, config, lent, {
+      PATH: '/nonexistent',
+    });
+    expect(steps.map((step) => [step.argv[1], step.scripts, step.seeded === lent])).toEqual([
+      ['install', false, false],
+      ['ci', false, true],
+      ['rebuild', true, false],
+    ]);
+    for (const step of steps) {
+      expect(step.cache).toBeUndefined();
+      expect(step.argv).not.toContain('/root/.npm');
+    }
+    expect(steps[1]!.argv).toEqual(
+      expect.arrayContaining(['--cache', '/run/mcp-sandbox/npm-cache', '--ignore-scripts']),
+    );
+    expect(steps[0]!.argv).toEqual(
+      expect.arrayContaining(['--package-lock-only', '--ignore-scripts', 'pkg@1.0.0']),
+    );
+  });
+});

@@ -16,6 +16,11 @@ export interface InstallStep {
   readonly scripts: boolean;
   /** More read-only binds the step needs (npm's own files, when it runs npm by path). */
   readonly binds?: readonly Bind[];
+  /**
+   * Runs with the install's own npm cache at {@link SANDBOX_NPM_CACHE}, seeded first by the host
+   * from the lent cache with the tarballs of the lock the registry vouches for (seed-cache.ts).
+   */
+  readonly seeded?: UserNpmCache;
 }
 
 /**
@@ -45,7 +50,9 @@ function locateNpm(
  * cache holds is not installed unless the registry serves it to anyone), then installs that
  * lock taking tarballs from the cache by integrity (`--prefer-offline`). The scripts half is
  * `npm rebuild`: the lifecycle scripts in dependency order and the bin links, with the cache
- * not mounted, so nothing a script writes reaches a later install or a direct npx.
+ * not mounted, so nothing a script writes reaches a later install or a direct npx. As root,
+ * root's own cache is never mounted: between the resolve and `npm ci` the host seeds the
+ * install's own cache with what the registry vouches for (seed-cache.ts).
  */
 export function installSteps(
   inside: string,
@@ -75,6 +82,17 @@ export function installSteps(
   const scripts: InstallStep = { argv: ['npm', 'rebuild', ...common], scripts: true };
   if (!cache) {
     return [{ argv: ['npm', 'install', ...common, ...fetchOnly, spec], scripts: false }, scripts];
+  }
+  if (cache.readOnly) {
+    // Resolved against the registry with a cache of the sandbox's own, then installed from the
+    // lock with the install's cache the host seeded in between; the lent cache is never bound.
+    const resolve = [...common, ...fetchOnly, '--prefer-online', '--package-lock-only', spec];
+    const ci = [...common, ...fetchOnly, '--cache', SANDBOX_NPM_CACHE, '--prefer-offline'];
+    return [
+      { argv: ['npm', 'install', ...resolve], scripts: false },
+      { argv: ['npm', 'ci', ...ci], scripts: false, seeded: cache },
+      scripts,
+    ];
   }
   const bind: Bind = { source: cache.path, dest: SANDBOX_NPM_CACHE, mode: 'rw' };
   const shared = [...fetchOnly, '--cache', SANDBOX_NPM_CACHE];
@@ -132,7 +150,7 @@ export function sharedCache(deps: NpxDeps, npmConfig: HostNpmConfig): UserNpmCac
     installCacheRoot: deps.cache.cacheRoot,
   });
   if (check.ok) return check.cache;
-  if (!toldNoCache.has(check.reason)) {
+  if (!check.quiet && !toldNoCache.has(check.reason)) {
     toldNoCache.add(check.reason);
     deps.logger.info(`${check.reason}: installs download into a private cache instead`);
   }

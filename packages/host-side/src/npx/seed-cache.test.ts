@@ -1,0 +1,343 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeDir, type OpenDir, openOwnedDir } from '../host-fs.js';
+import { SEED_DIR, seedFromCache, seedInstallCache } from './seed-cache.js';
+import { type LockedTarball, lockedTarballs, vouchedByRegistry } from './vouched.js';
+
+const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-seed-cache-'));
+const integrity = (bytes: Buffer | string) => `sha512-${createHash('sha512').update(bytes).digest('base64')}`;
+const PUBLIC = Buffer.from('the public tarball of pub@1.0.0');
+const OTHER = Buffer.from('the public tarball of other@2.0.0');
+/** A private package's tarball that root's npm cached with credentials: no registry serves it to anyone. */
+const PRIVATE = Buffer.from('the private tarball of @corp/secret@1.0.0');
+const LIMITS = { fileBytes: 2 ** 20, totalBytes: 2 ** 20 };
+let n = 0;
+
+/** What the registry gives anyone (no credentials): name → version → tarball. */
+const published: Record<string, Record<string, Buffer>> = {
+  pub: { '1.0.0': PUBLIC },
+  other: { '2.0.0': OTHER },
+};
+let server: Server;
+let registry = '';
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const name = decodeURIComponent((req.url ?? '').slice(1));
+    const versions = published[name];
+    // A private package: only with credentials, which the host never sends.
+    if (!versions || req.headers.authorization) return res.writeHead(404).end('{}');
+    const body = {
+      name,
+      versions: Object.fromEntries(
+        Object.entries(versions).map(([v, tgz]) => [v, { dist: { integrity: integrity(tgz) } }]),
+      ),
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  registry = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+});
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** Where npm's content store keeps `bytes` below `cache`. */
+function contentFile(cache: string, bytes: Buffer): string {
+  const hex = createHash('sha512').update(bytes).digest('hex');
+  return join(cache, '_cacache', 'content-v2', 'sha512', hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
+}
+
+/** A cache as npm fills it: each tarball under its own sha512. */
+function npmCache(...tarballs: Buffer[]): string {
+  const cache = join(work, `cache-${n++}`);
+  mkdirSync(cache, { mode: 0o755 });
+  for (const bytes of tarballs) {
+    mkdirSync(join(contentFile(cache, bytes), '..'), { recursive: true });
+    writeFileSync(contentFile(cache, bytes), bytes);
+  }
+  return cache;
+}
+
+function freshDir(): string {
+  const dir = join(work, `dir-${n++}`);
+  mkdirSync(dir, { mode: 0o700 });
+  return dir;
+}
+
+/** Every file below `dir`, relative. */
+function files(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return (readdirSync(dir, { recursive: true, withFileTypes: true }) as import('node:fs').Dirent[])
+    .filter((entry) => !entry.isDirectory())
+    .map((entry) => join(entry.parentPath, entry.name).slice(dir.length + 1))
+    .sort();
+}
+
+function withDirs<T>(lent: string, into: string, use: (lent: OpenDir, into: OpenDir) => T): T {
+  const a = openOwnedDir(lent);
+  const b = openOwnedDir(into);
+  try {
+    return use(a, b);
+  } finally {
+    closeDir(a);
+    closeDir(b);
+  }
+}
+
+const tarball = (name: string, version: string, bytes: Buffer): LockedTarball => ({
+  name,
+  version,
+  integrity: integrity(bytes),
+});
+
+describe('lockedTarballs: the registry tarballs a lock names', () => {
+  function parse(lock: unknown): LockedTarball[] {
+    const prefix = freshDir();
+    writeFileSync(join(prefix, 'package-lock.json'), typeof lock === 'string' ? lock : JSON.stringify(lock));
+    const dir = openOwnedDir(prefix);
+    try {
+      return lockedTarballs(dir);
+    } finally {
+      closeDir(dir);
+    }
+  }
+
+  it('takes name, version and one sha512 of each entry; an alias by its real name', () => {
+    const sha = integrity(PUBLIC);
+    expect(
+      parse({
+        packages: {
+          '': { name: 'root' },
+          'node_modules/pub': { version: '1.0.0', integrity: sha },
+          'node_modules/@s/a/node_modules/alias': {
+            name: 'other',
+            version: '2.0.0',
+            integrity: integrity(OTHER),
+          },
+        },
+      }),
+    ).toEqual([
+      { name: 'pub', version: '1.0.0', integrity: sha },
+      { name: 'other', version: '2.0.0', integrity: integrity(OTHER) },
+    ]);
+  });
+
+  it('leaves out links, other hashes, malformed names, versions and integrities, and a lock that is not JSON', () => {
+    const sha = integrity(PUBLIC);
+    expect(
+      parse({
+        packages: {
+          'node_modules/link': { link: true, version: '1.0.0', integrity: sha },
+          'node_modules/sha1': { version: '1.0.0', integrity: 'sha1-AAAAAAAAAAAAAAAAAAAAAAAAAAA=' },
+          'node_modules/two': { version: '1.0.0', integrity: `${sha} ${sha}` },
+          'node_modules/..': { version: '1.0.0', integrity: sha },
+          'node_modules/x': { name: '../../etc', version: '1.0.0', integrity: sha },
+          'node_modules/range': { version: '^1.0.0', integrity: sha },
+          'node_modules/path': { version: '1.0.0', integrity: 'sha512-../../../../etc/passwd' },
+        },
+      }),
+    ).toEqual([]);
+    expect(parse('{"packages":')).toEqual([]);
+  });
+
+  it('refuses a lock that is a symlink (the fetch step wrote it)', () => {
+    const prefix = freshDir();
+    const real = join(work, `real-lock-${n++}.json`);
+    writeFileSync(
+      real,
+      JSON.stringify({
+        packages: { 'node_modules/pub': { version: '1.0.0', integrity: integrity(PUBLIC) } },
+      }),
+    );
+    symlinkSync(real, join(prefix, 'package-lock.json'));
+    const dir = openOwnedDir(prefix);
+    try {
+      expect(lockedTarballs(dir)).toEqual([]);
+    } finally {
+      closeDir(dir);
+    }
+  });
+});
+
+describe('vouchedByRegistry: only what the registry gives anyone for that name@version', () => {
+  it('keeps a tarball the registry names for its name@version', async () => {
+    const pub = tarball('pub', '1.0.0', PUBLIC);
+    expect(await vouchedByRegistry(registry, [pub], { trust: {} })).toEqual([pub]);
+  });
+
+  // The shrinkwrap hole: a package's npm-shrinkwrap.json names a private tarball the host's
+  // cache holds, by its integrity, under a public name@version or under the private name.
+  it('drops a lock entry whose integrity the registry does not give for that name@version', async () => {
+    const disguised = tarball('pub', '1.0.0', PRIVATE);
+    const asItself = tarball('@corp/secret', '1.0.0', PRIVATE);
+    const noSuchVersion = tarball('pub', '9.9.9', PUBLIC);
+    expect(await vouchedByRegistry(registry, [disguised, asItself, noSuchVersion], { trust: {} })).toEqual(
+      [],
+    );
+  });
+
+  it('asks nothing more once its total time is spent', async () => {
+    const pub = tarball('pub', '1.0.0', PUBLIC);
+    expect(await vouchedByRegistry(registry, [pub], { trust: {}, totalMs: 0 })).toEqual([]);
+  });
+
+  it('drops everything when the registry cannot be asked', async () => {
+    const pub = tarball('pub', '1.0.0', PUBLIC);
+    expect(await vouchedByRegistry('http://127.0.0.1:9/', [pub], { trust: {}, timeoutMs: 2_000 })).toEqual(
+      [],
+    );
+  });
+});
+
+describe('seedFromCache: copies by integrity, checked, never through a link', () => {
+  it('copies a vouched tarball, read-only, and nothing else of the cache', () => {
+    const lent = npmCache(PUBLIC, PRIVATE);
+    writeFileSync(join(lent, 'secret-config'), 'token');
+    const into = freshDir();
+    const result = withDirs(lent, into, (l, i) =>
+      seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS),
+    );
+    expect(result.seeded.map((t) => t.name)).toEqual(['pub']);
+    expect(result.bytes).toBe(PUBLIC.length);
+    expect(files(into)).toEqual([contentFile(into, PUBLIC).slice(into.length + 1)]);
+    expect(readFileSync(contentFile(into, PUBLIC))).toEqual(PUBLIC);
+    expect(statSync(contentFile(into, PUBLIC)).mode & 0o777).toBe(0o444);
+  });
+
+  it('gives the directories it makes to the uid npm runs as (root only)', () => {
+    if (process.getuid?.() !== 0) return expect(process.getuid?.()).not.toBe(0);
+    const lent = npmCache(PUBLIC);
+    const into = freshDir();
+    withDirs(lent, into, (l, i) =>
+      seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS, { uid: 65534, gid: 65534 }),
+    );
+    expect(statSync(join(contentFile(into, PUBLIC), '..')).uid).toBe(65534);
+    expect(statSync(contentFile(into, PUBLIC)).uid).toBe(0);
+  });
+
+  it('refuses a cache entry whose content does not match its integrity', () => {
+    const lent = npmCache(PUBLIC);
+    // The file npm's store names for PUBLIC holds other bytes (a damaged or planted entry).
+    writeFileSync(contentFile(lent, PUBLIC), PRIVATE);
+    const into = freshDir();
+    const result = withDirs(lent, into, (l, i) =>
+      seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS),
+    );
+    expect(result.seeded).toEqual([]);
+    expect(files(into)).toEqual([]);
+  });
+
+  it('never follows a symlink: not as the content file, not as a directory on the way', () => {
+    const elsewhere = npmCache(PUBLIC);
+    // The link's target holds exactly the vouched bytes: only the link itself can refuse it.
+    const lentFile = npmCache();
+    mkdirSync(join(contentFile(lentFile, PUBLIC), '..'), { recursive: true });
+    symlinkSync(contentFile(elsewhere, PUBLIC), contentFile(lentFile, PUBLIC));
+    const lentDir = npmCache();
+    mkdirSync(join(lentDir, '_cacache'));
+    symlinkSync(join(elsewhere, '_cacache', 'content-v2'), join(lentDir, '_cacache', 'content-v2'));
+    for (const lent of [lentFile, lentDir]) {
+      const into = freshDir();
+      const result = withDirs(lent, into, (l, i) =>
+        seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS),
+      );
+      expect(result.seeded).toEqual([]);
+      expect(files(into)).toEqual([]);
+    }
+  });
+
+  it('a FIFO in the cache neither hangs the host nor is copied', () => {
+    const lent = npmCache();
+    mkdirSync(join(contentFile(lent, PUBLIC), '..'), { recursive: true });
+    execFileSync('mkfifo', [contentFile(lent, PUBLIC)]);
+    const into = freshDir();
+    const result = withDirs(lent, into, (l, i) =>
+      seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS),
+    );
+    expect(result.seeded).toEqual([]);
+  });
+
+  it('stops at its byte limit', () => {
+    const lent = npmCache(PUBLIC, OTHER);
+    const into = freshDir();
+    const wanted = [tarball('pub', '1.0.0', PUBLIC), tarball('other', '2.0.0', OTHER)];
+    const result = withDirs(lent, into, (l, i) =>
+      seedFromCache(l, i, wanted, { fileBytes: 2 ** 20, totalBytes: PUBLIC.length + 1 }),
+    );
+    expect(result.seeded.map((t) => t.name)).toEqual(['pub']);
+  });
+});
+
+describe("seedInstallCache: the lock's tarballs the registry vouches for, from the lent cache", () => {
+  function install(lock: unknown, lent: string) {
+    const staging = freshDir();
+    const prefix = join(staging, 'pkg');
+    mkdirSync(prefix);
+    writeFileSync(join(prefix, 'package-lock.json'), JSON.stringify(lock));
+    const dirs = { staging: openOwnedDir(staging), prefix: openOwnedDir(prefix) };
+    return seedInstallCache(dirs, lent, registry, { trust: {}, limits: LIMITS })
+      .then((seeded) => ({ seeded, dir: join(staging, seeded.name) }))
+      .finally(() => {
+        closeDir(dirs.staging);
+        closeDir(dirs.prefix);
+      });
+  }
+
+  // A package's shrinkwrap names the private tarball root's cache holds, under its own name, under
+  // a public name@version, and as an alias; an index entry of the cache points a public URL at
+  // it. None of it reaches the install's cache; the vouched public tarball does.
+  it('a private tarball of the cache that the registry does not vouch for never becomes visible', async () => {
+    const lent = npmCache(PUBLIC, PRIVATE);
+    mkdirSync(join(lent, '_cacache', 'index-v5', 'aa', 'bb'), { recursive: true });
+    writeFileSync(
+      join(lent, '_cacache', 'index-v5', 'aa', 'bb', 'planted'),
+      `x\t${JSON.stringify({ key: `make-fetch-happen:request-cache:${registry}pub/-/pub-1.0.0.tgz`, integrity: integrity(PRIVATE), path: '../../../../etc/passwd' })}`,
+    );
+    const { seeded, dir } = await install(
+      {
+        packages: {
+          'node_modules/pub': { version: '1.0.0', integrity: integrity(PUBLIC) },
+          'node_modules/pub/node_modules/@corp/secret': { version: '1.0.0', integrity: integrity(PRIVATE) },
+          'node_modules/evil/node_modules/pub': { version: '1.0.0', integrity: integrity(PRIVATE) },
+          'node_modules/alias': { name: 'other', version: '2.0.0', integrity: integrity(PRIVATE) },
+        },
+      },
+      lent,
+    );
+    expect(seeded.name).toBe(SEED_DIR);
+    expect(seeded.result.seeded.map((t) => `${t.name}@${t.version}`)).toEqual(['pub@1.0.0']);
+    expect(files(dir)).toEqual([contentFile(dir, PUBLIC).slice(dir.length + 1)]);
+  });
+
+  it('a lent cache that is not the host own (a symlink, or writable by others) seeds nothing', async () => {
+    const real = npmCache(PUBLIC);
+    const link = join(work, `link-${n++}`);
+    symlinkSync(real, link);
+    const shared = npmCache(PUBLIC);
+    chmodSync(shared, 0o777);
+    const lock = { packages: { 'node_modules/pub': { version: '1.0.0', integrity: integrity(PUBLIC) } } };
+    for (const lent of [link, shared]) {
+      const { seeded, dir } = await install(lock, lent);
+      expect(seeded.result.seeded).toEqual([]);
+      expect(files(dir)).toEqual([]);
+    }
+  });
+});
