@@ -18,8 +18,8 @@ import {
   locateConfig,
 } from '../config/clients.js';
 import type { WrapCommand } from '../config/edit.js';
-import { WSL_LAUNCHER } from '../config/launcher.js';
 import { envFlagsFor } from '../config/env-flags.js';
+import { WSL_LAUNCHER } from '../config/launcher.js';
 import {
   type ChangePlan,
   labelOf,
