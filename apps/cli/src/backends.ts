@@ -9,7 +9,7 @@ export const builtInBackends: BackendRegistry = {
   local: {
     isolation: 'os',
     summary:
-      'OS sandbox on this machine: bubblewrap on Linux (default), our own Seatbelt profile on macOS, srt on Windows',
+      'OS sandbox on this machine: bubblewrap on Linux (default), our own Seatbelt profile on macOS; on Windows, run it inside WSL2',
     ignores: ['--template'],
     // One config works on every OS: `local` is whatever OS sandbox this machine has. The binary
     // may have started the sandbox already (early-start.ts): the backend takes it if it is this one.
@@ -27,7 +27,7 @@ export const builtInBackends: BackendRegistry = {
   },
   srt: {
     isolation: 'os',
-    summary: "Anthropic's sandbox-runtime: Seatbelt on macOS, bubblewrap on Linux, srt-win on Windows",
+    summary: "Anthropic's sandbox-runtime: Seatbelt on macOS, bubblewrap on Linux (not on Windows: use WSL2)",
     ignores: ['--template'],
     create: async (options) => (await import('@mcpsandbox/backend-srt')).createSrtBackend(options),
     // A real session (the echo probe under srt); its line says what the engine enforces here.

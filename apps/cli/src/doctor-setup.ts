@@ -12,7 +12,7 @@ export function doctorSetup(): DoctorSetup {
     host,
     // The same probe `local` runs at start: doctor's verdict and the backend's cannot disagree.
     backendProbes: {
-      // `local` is seatbelt on macOS and srt on Windows: its engine here, or what is missing.
+      // `local` is seatbelt on macOS and refused on Windows with the WSL2 line: its engine here, or what is missing.
       local:
         process.platform === 'linux'
           ? backendProbeFrom(
