@@ -202,7 +202,8 @@ describe('wrap and unwrap of a Windows-shaped Claude Desktop config', () => {
       'run',
       '--mount',
       '/mnt/d/data:/mnt/d/data:ro',
-      '--env',
+      // Inside WSL the backend is local, which substitutes: a known server's token becomes --secret.
+      '--allow-net',
     ]);
     expect(existsSync(file)).toBe(true);
   });
