@@ -372,7 +372,7 @@ describe('uvx install step (local)', () => {
     const result = await start(['cfg-demo==9.9']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(
-      /mcp-sandbox: error: resolving cfg-demo==9\.9 failed: no set of versions satisfies it: Because cfg-demo/,
+      /mcp-sandbox: error: resolving cfg-demo==9\.9 failed: no set of versions satisfies it: Because [^\n]*cfg-demo/,
     );
     expect(result.stderr).not.toMatch(/--install-allow-net|\n\s+at /);
   }, 60_000);

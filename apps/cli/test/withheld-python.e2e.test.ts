@@ -75,6 +75,10 @@ async function runServer(mode: string, vars: Record<string, string>, runArgs: st
 }
 
 const hint = (name: string) => `${HINT} ${name}, which was withheld: pass it with --env ${name}`;
+/** A token of an API whose host is known: on local the hint offers --secret first (known-secrets.ts). */
+const secretHint = (name: string, host: string) =>
+  `${HINT} ${name}, which was withheld: pass it with --secret ${name}@${host} --allow-net ${host} ` +
+  `(the server gets a stand-in, the real value goes only to ${host}), or with --env ${name}`;
 
 describe('a withheld variable a Python server asks for', () => {
   it("os.environ['X']: the KeyError names it", async () => {
@@ -85,7 +89,9 @@ describe('a withheld variable a Python server asks for', () => {
   });
 
   it("os.getenv / os.environ.get: the server's own message names it; no message, no hint", async () => {
-    expect((await runServer('getenv', { BRAVE_API_KEY: 'b' })).hints).toEqual([hint('BRAVE_API_KEY')]);
+    expect((await runServer('getenv', { BRAVE_API_KEY: 'b' })).hints).toEqual([
+      secretHint('BRAVE_API_KEY', 'api.search.brave.com'),
+    ]);
     // No message names it, but the call does: Python prints no traceback for sys.exit, so nothing.
     expect((await runServer('environ-get', { CONFLUENCE_URL: 'c' })).hints).toEqual([]);
   });
@@ -99,7 +105,7 @@ describe('a withheld variable a Python server asks for', () => {
   it('pydantic-settings with an env_prefix: the one withheld name ending in the field, else none', async () => {
     const one = await runServer('prefixed', { BRAVE_API_KEY: 'b', JIRA_URL: 'u' });
     expect(one.stderr).toMatch(/^\[sandbox\] api_key\n\[sandbox\] {3}Field required/m);
-    expect(one.hints).toEqual([hint('BRAVE_API_KEY')]);
+    expect(one.hints).toEqual([secretHint('BRAVE_API_KEY', 'api.search.brave.com')]);
     // Two names end in _API_KEY: a guess could send the wrong secret into the sandbox; none is said.
     const two = await runServer('prefixed', { BRAVE_API_KEY: 'b', OPENAI_API_KEY: 'o' });
     expect(two.stderr).toMatch(/^\[sandbox\] api_key\n\[sandbox\] {3}Field required/m);
