@@ -4,16 +4,13 @@
  * in `claude mcp list` by the second try. The first start installs from the real registry; an
  * install the health check gives up on goes on in the background, so the second try is warm.
  */
-import { execFile } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { claudeIn } from './claude-cli.js';
 import { BIN } from './helpers.js';
 
-const CLAUDE = fileURLToPath(new URL('../node_modules/.bin/claude', import.meta.url));
 const SERVER = '@modelcontextprotocol/server-memory';
 /** The uid installs write as: the user, or the sandbox's own uid when running as root. */
 const INSTALL_UID = process.getuid?.() === 0 ? 65534 : (process.getuid?.() ?? 0);
@@ -31,23 +28,7 @@ describe('Claude Code', () => {
     mkdirSync(npmCache, { recursive: true, mode: 0o755 });
     chmodSync(home, 0o755);
     if (INSTALL_UID !== process.getuid?.()) chownSync(npmCache, INSTALL_UID, INSTALL_UID);
-    // A private home and config: no account is needed for `mcp add` and `mcp list`.
-    const env = {
-      PATH: process.env.PATH ?? '',
-      HOME: home,
-      CLAUDE_CONFIG_DIR: join(home, '.claude'),
-      XDG_CACHE_HOME: join(home, '.cache'),
-      XDG_STATE_HOME: join(home, '.local', 'state'),
-      XDG_CONFIG_HOME: join(home, '.config'),
-      DISABLE_AUTOUPDATER: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    };
-    const claude = (args: string[]) =>
-      promisify(execFile)(CLAUDE, args, { env, cwd: home, timeout: 100_000 }).then(
-        ({ stdout }) => stdout,
-        (error: { stdout?: string; stderr?: string; message: string }) =>
-          `${error.stdout ?? ''}${error.stderr ?? ''}${error.message}`,
-      );
+    const claude = claudeIn(home);
     const added = await claude([
       'mcp',
       'add',

@@ -4,16 +4,13 @@
  * run -- uvx`, shows as connected in `claude mcp list` by the second try. An install the health
  * check gives up on goes on in the background, so the second try is warm.
  */
-import { execFile } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { claudeIn } from './claude-cli.js';
 import { BIN } from './helpers.js';
 
-const CLAUDE = fileURLToPath(new URL('../node_modules/.bin/claude', import.meta.url));
 const SERVER = 'mcp-server-time==2026.10.19';
 
 const dir = mkdtempSync(join(tmpdir(), 'uvx-claude-code-e2e-'));
@@ -37,24 +34,10 @@ describe('Claude Code with a uvx server', () => {
       'no_proxy',
       'SSL_CERT_FILE',
     ];
-    const env = {
+    const claude = claudeIn(home, {
       ...Object.fromEntries(kept.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))),
-      PATH: process.env.PATH ?? '',
-      HOME: home,
-      CLAUDE_CONFIG_DIR: join(home, '.claude'),
-      XDG_CACHE_HOME: join(home, '.cache'),
-      XDG_STATE_HOME: join(home, '.local', 'state'),
-      XDG_CONFIG_HOME: join(home, '.config'),
       MCP_SANDBOX_PIN_LOCK: join(home, 'pins.json'),
-      DISABLE_AUTOUPDATER: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    };
-    const claude = (args: string[]) =>
-      promisify(execFile)(CLAUDE, args, { env, cwd: home, timeout: 100_000 }).then(
-        ({ stdout }) => stdout,
-        (error: { stdout?: string; stderr?: string; message: string }) =>
-          `${error.stdout ?? ''}${error.stderr ?? ''}${error.message}`,
-      );
+    });
     const added = await claude([
       'mcp',
       'add',
