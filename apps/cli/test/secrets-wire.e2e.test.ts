@@ -10,14 +10,18 @@
  * the real value. The sandbox never holds it: not in /proc/self/environ, not in a Node server's
  * memory read through /proc/<pid>/mem from inside, not in any byte written to the client, not in
  * the trace. Values seen inside are reported as SHA-256 hashes, so that the bridge's redaction
- * of stderr cannot be what hides one.
+ * of stderr cannot be what hides one. A Node of 22.21 or later (installed beside the repo when the
+ * runner's is older) makes plain `fetch` and `https` calls too, reaching the proxy by the
+ * NODE_USE_ENV_PROXY the sandbox sets: on `srt`, which has no transparent path, that is the only
+ * way a server's own `fetch` gets out.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { node22 } from './conformance-runner.js';
 import { BIN, waitFor } from './helpers.js';
 import { canUnshare, FIXTURES, inNamespace, makeUpstream, seenBy, type Upstream } from './secret-netns.js';
 
@@ -41,9 +45,16 @@ const PYPI = [
 const dir = mkdtempSync(join(tmpdir(), 'mcpsandbox-secret-wire-'));
 const venv = join(dir, 'venv');
 let upstream: Upstream;
+/** A Node that honours NODE_USE_ENV_PROXY, and the mount that shows it when it is not the runner's. */
+let modern: { readonly node: string; readonly mount: readonly string[] };
 
 beforeAll(async () => {
   if (!canUnshare) return;
+  const node = await node22();
+  modern =
+    node === process.execPath
+      ? { node: 'node', mount: [] }
+      : { node, mount: ['--mount', `${dirname(dirname(node))}:${dirname(dirname(node))}:ro`] };
   upstream = await makeUpstream(dir, [HOST]);
   execFileSync('/usr/bin/python3', ['-m', 'venv', venv], { stdio: 'pipe' });
   execFileSync(join(venv, 'bin', 'pip'), ['install', '--quiet', '--no-deps', ...PYPI], {
@@ -84,6 +95,7 @@ async function wireRun(backend: 'local' | 'srt', how: '--secret' | '--env' = '--
     `${FIXTURES}:${FIXTURES}:ro`,
     '--mount',
     `${venv}:${venv}:ro`,
+    ...modern.mount,
     '--trace',
     trace,
     '--',
@@ -93,6 +105,7 @@ async function wireRun(backend: 'local' | 'srt', how: '--secret' | '--env' = '--
     venv,
     // srt has no transparent path, and Node 20's fetch and https honour no proxy variable.
     backend === 'local' ? 'transparent' : 'proxy',
+    modern.node,
   ]);
   const child = spawn(run.command, run.args, {
     env: {
@@ -134,12 +147,21 @@ function probes(stderr: string) {
 }
 
 const CLIENTS = {
-  local: ['fetch', 'https', 'curl', 'requests', 'httpx'],
-  srt: ['https-proxy', 'curl', 'requests', 'httpx'],
+  local: ['fetch', 'https', 'modern-fetch', 'modern-https', 'curl', 'requests', 'httpx'],
+  srt: ['https-proxy', 'modern-fetch', 'modern-https', 'curl', 'requests', 'httpx'],
 } as const;
 const PATHS = {
-  local: ['/node-fetch', '/node-https', '/curl', '/requests', '/httpx', '/memory'],
-  srt: ['/node-https', '/curl', '/requests', '/httpx', '/memory'],
+  local: [
+    '/node-fetch',
+    '/node-https',
+    '/modern-fetch',
+    '/modern-https',
+    '/curl',
+    '/requests',
+    '/httpx',
+    '/memory',
+  ],
+  srt: ['/node-https', '/modern-fetch', '/modern-https', '/curl', '/requests', '/httpx', '/memory'],
 } as const;
 
 describe.skipIf(!canUnshare)(
