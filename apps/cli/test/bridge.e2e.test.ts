@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   FAKE_SERVER,
@@ -14,6 +15,7 @@ import {
 } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-sandbox-e2e-'));
+const FIXTURES = fileURLToPath(new URL('./fixtures', import.meta.url));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const INIT = {
@@ -236,6 +238,25 @@ describe('mcp-sandbox run: the bridge promises, with real processes', () => {
     expect(result.code).toBe(127);
     expect(result.stderr).toContain('command not found: no-such-command-mcp-sandbox');
   });
+
+  it('a client that closes stdin before the sandbox is up still gets the server started, its last stderr and its exit code', async () => {
+    // A mount makes the start slower than the client's EOF; the server must meet that EOF itself.
+    const run = spawnBin([
+      'run',
+      '--backend',
+      'local',
+      '--mount',
+      `${FIXTURES}:/fixtures:ro`,
+      '--',
+      'sh',
+      '-c',
+      'sleep 0.3; echo "the server saw EOF" >&2; exit 3',
+    ]);
+    run.child.stdin.end();
+    const result = await run.result;
+    expect(result.stderr).toContain('the server saw EOF');
+    expect(result.code).toBe(3);
+  }, 60_000);
 });
 
 describe('mcp-sandbox run: usage errors', () => {

@@ -156,10 +156,10 @@ class Bridge {
         sandboxId: sandbox.id,
       });
       logger.debug(`sandbox ${sandbox.id} created`);
-      if (this.#ending) return;
+      if (this.#startCancelled()) return;
       for (const [index, step] of (this.#o.setup ?? []).entries()) {
         await this.#runSetup(sandbox, step, index);
-        if (this.#ending) return;
+        if (this.#startCancelled()) return;
       }
       let command = this.#o.command;
       if (sandbox.prepare) {
@@ -171,7 +171,7 @@ class Bridge {
         });
         this.#write(this.#o.errorOutput, escaper.end());
         if (command !== this.#o.command) this.#trace?.event('prepared', { command });
-        if (this.#ending) return;
+        if (this.#startCancelled()) return;
       }
       proc = await sandbox.exec(command);
     } catch (error) {
@@ -182,7 +182,7 @@ class Bridge {
     }
     this.#proc = proc;
     this.#trace?.event('process-start', { command: this.#o.command });
-    if (this.#ending) {
+    if (this.#startCancelled()) {
       await proc.kill('SIGKILL');
       return;
     }
@@ -199,6 +199,17 @@ class Bridge {
       if (status.error) this.#o.logger.error(`the sandbox failed: ${status.error.message}`);
       this.#end('server-exit');
     });
+  }
+
+  /**
+   * Whether a start under way must stop. A client that closed stdin before the server was up (`<
+   * /dev/null`, a script that sent nothing) meets the server as a direct start would: it starts,
+   * reads EOF, and its last stderr lines and exit code reach the user. Any other end, or a start
+   * the shutdown gave up waiting for, stops it.
+   */
+  #startCancelled(): boolean {
+    if (!this.#ending) return false;
+    return this.#ending.reason !== 'client-eof' || this.#abort.signal.aborted;
   }
 
   async #runSetup(sandbox: Sandbox, step: string, index: number): Promise<void> {
@@ -442,7 +453,12 @@ class Bridge {
     const timing = this.#timing;
     this.#announceEnd(reason, detail);
     if (reason !== 'client-eof' && reason !== 'server-exit') this.#abort.abort();
-    await within(this.#startup, 15_000);
+    const started = await within(
+      this.#startup.then(() => true),
+      15_000,
+    );
+    // A start still running 15 s after the client left is given up: its next step sees the abort.
+    if (!started) this.#abort.abort();
     this.#ready.resolve(null);
     const late = this.#lateStartFailure;
     if (late) {
