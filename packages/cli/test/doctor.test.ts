@@ -23,7 +23,7 @@ interface FakeMachine {
   env?: Record<string, string | undefined>;
   programs?: Record<string, Program | undefined>;
   files?: Record<string, string | undefined>;
-  folders?: Record<string, { bytes: number; entries: number } | undefined>;
+  folders?: Record<string, { bytes: number; entries: number; partial?: boolean } | undefined>;
 }
 
 /** A healthy Linux box; each test breaks one thing. */
@@ -40,7 +40,7 @@ function fakeHost(machine: FakeMachine = {}): DoctorHost & { calls: string[] } {
       'kill_process kill_thread trap errno user_notif trace log allow\n',
     ...machine.files,
   };
-  const folders: Record<string, { bytes: number; entries: number } | undefined> = {
+  const folders: Record<string, { bytes: number; entries: number; partial?: boolean } | undefined> = {
     '/home/u/.npm/_npx': { bytes: 5 * 2 ** 20, entries: 3 },
     ...machine.folders,
   };
@@ -269,6 +269,18 @@ describe('doctor on a faked machine', () => {
     });
     expect(r.line('npx cache')).toBe('· npx cache: /srv/npm/_npx (empty: nothing downloaded yet)');
     expect(r.line('uvx cache')).toBe('· uvx cache: /srv/cache/uv (1.5 KiB, 2 entries)');
+  });
+
+  it('a cache too large to count in full says its size is a lower bound', async () => {
+    const r = await doctor({
+      host: fakeHost({
+        env: { HOME: '/home/u', XDG_CACHE_HOME: '/srv/cache' },
+        folders: { '/srv/cache/uv': { bytes: 3 * 1024 ** 3, entries: 9, partial: true } },
+      }),
+    });
+    expect(r.line('uvx cache')).toBe(
+      '· uvx cache: /srv/cache/uv (at least 3.0 GiB: too many files to count them all, 9 entries)',
+    );
   });
 
   it('E2B_API_KEY: presence only, never the value', async () => {

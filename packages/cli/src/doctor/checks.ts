@@ -245,7 +245,10 @@ function homeOf(host: DoctorHost): string {
 async function cacheLine(host: DoctorHost, title: string, dir: string, unit: string): Promise<CheckResult> {
   const size = await host.folderSize(dir);
   if (!size) return { status: 'info', title, summary: `${dir} (empty: nothing downloaded yet)` };
-  return { status: 'info', title, summary: `${dir} (${formatBytes(size.bytes)}, ${size.entries} ${unit})` };
+  const bytes = size.partial
+    ? `at least ${formatBytes(size.bytes)}: too many files to count them all`
+    : formatBytes(size.bytes);
+  return { status: 'info', title, summary: `${dir} (${bytes}, ${size.entries} ${unit})` };
 }
 
 export function npxCacheCheck(host: DoctorHost): DoctorCheck {

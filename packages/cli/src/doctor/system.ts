@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, readdir, readFile } from 'node:fs/promises';
 import { platform as osPlatform } from 'node:os';
 import { join } from 'node:path';
 import { programCandidate, programsOnPath } from './programs.js';
@@ -56,22 +56,39 @@ export function createSystemDoctorHost(options: SystemHostOptions): DoctorHost {
     fileFacts: async (path) => programCandidate(path, path, options.cwd ?? process.cwd()),
     listDir: (path) => readdir(path).catch(() => undefined),
     readText: (path) => readFile(path, 'utf8').catch(() => undefined),
-    folderSize: async (path) => {
-      let entries: string[];
-      try {
-        entries = await readdir(path);
-      } catch {
-        return undefined;
-      }
-      return { bytes: await du(path), entries: entries.length };
-    },
+    folderSize: (path) => folderUsage(path),
   };
 }
 
-async function du(path: string): Promise<number> {
-  let total = 0;
+/** How much of a cache doctor counts: a uv or npm cache can hold millions of files. */
+export interface UsageLimits {
+  readonly maxFiles: number;
+  readonly maxMs: number;
+}
+
+const USAGE_LIMITS: UsageLimits = { maxFiles: 200_000, maxMs: 3_000 };
+
+/**
+ * A folder's total file size and direct entries, counted without following links, within
+ * `limits`: past either, the count so far with `partial` set. Undefined when it cannot be read.
+ */
+export async function folderUsage(
+  path: string,
+  limits: UsageLimits = USAGE_LIMITS,
+): Promise<{ bytes: number; entries: number; partial: boolean } | undefined> {
+  let entries: string[];
+  try {
+    entries = await readdir(path);
+  } catch {
+    return undefined;
+  }
+  const deadline = Date.now() + limits.maxMs;
+  let bytes = 0;
+  let files = 0;
   const stack = [path];
   while (stack.length > 0) {
+    if (files >= limits.maxFiles || Date.now() >= deadline)
+      return { bytes, entries: entries.length, partial: true };
     const dir = stack.pop() as string;
     let names: import('node:fs').Dirent[];
     try {
@@ -82,8 +99,12 @@ async function du(path: string): Promise<number> {
     for (const entry of names) {
       const full = join(dir, entry.name);
       if (entry.isDirectory()) stack.push(full);
-      else if (entry.isFile()) total += (await stat(full).catch(() => ({ size: 0 }))).size;
+      else if (entry.isFile()) {
+        if (files >= limits.maxFiles) return { bytes, entries: entries.length, partial: true };
+        files += 1;
+        bytes += (await lstat(full).catch(() => ({ size: 0 }))).size;
+      }
     }
   }
-  return total;
+  return { bytes, entries: entries.length, partial: false };
 }

@@ -71,8 +71,11 @@ export interface DoctorHost {
   listDir?(path: string): Promise<readonly string[] | undefined>;
   /** A file's text, or undefined if it cannot be read. */
   readText(path: string): Promise<string | undefined>;
-  /** Total size in bytes and number of direct entries of a folder, or undefined if it does not exist. */
-  folderSize(path: string): Promise<{ bytes: number; entries: number } | undefined>;
+  /**
+   * Total size in bytes and number of direct entries of a folder, or undefined if it does not
+   * exist; `partial` when the count stopped at its bound (a cache of millions of files).
+   */
+  folderSize(path: string): Promise<{ bytes: number; entries: number; partial?: boolean } | undefined>;
 }
 
 /**
