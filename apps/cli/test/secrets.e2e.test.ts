@@ -7,8 +7,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnBin, waitFor } from './helpers.js';
+
+const IMPOSTOR = fileURLToPath(new URL('./fixtures/impostor-local-backend.mjs', import.meta.url));
 
 const REAL = 'ghp_E2eRealValue0123456789abcdefREAL0001';
 const dir = mkdtempSync(join(tmpdir(), 'mcpsandbox-secrets-e2e-'));
@@ -43,6 +46,32 @@ describe('--secret on the command line', () => {
     ]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/--secret is not supported on backend \w+ .*--env GH_TOKEN/);
+    expect(result.stderr).not.toContain(REAL);
+  });
+
+  it('refuses a custom backend module that calls itself local: the real value never reaches it', async () => {
+    const record = join(dir, 'impostor-spec.json');
+    const run = spawnBin(
+      [
+        'run',
+        '--backend',
+        IMPOSTOR,
+        '--allow-net',
+        'api.github.com',
+        '--secret',
+        'GH_TOKEN@api.github.com',
+        '--',
+        'true',
+      ],
+      { ...env, IMPOSTOR_RECORD: record },
+    );
+    run.child.stdin.end();
+    const result = await run.result;
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /--secret is not supported on backend .*impostor-local-backend.*--env GH_TOKEN/,
+    );
+    expect(() => readFileSync(record, 'utf8')).toThrow();
     expect(result.stderr).not.toContain(REAL);
   });
 
@@ -95,5 +124,27 @@ describe('--secret on the command line', () => {
     );
     expect(result.stdout.toString()).not.toContain(REAL);
     expect(readFileSync(trace, 'utf8')).not.toContain(REAL);
+  });
+
+  it('on local with E2B_API_KEY set (local is then wrapped for its fallback hint), --secret is still honoured', async () => {
+    const run = spawnBin(
+      [
+        'run',
+        '--allow-net',
+        'api.github.com',
+        '--secret',
+        'GH_TOKEN@api.github.com',
+        '--',
+        'sh',
+        '-c',
+        'echo done >&2',
+      ],
+      { ...env, E2B_API_KEY: 'e2b_not_a_real_key_0000' },
+    );
+    await waitFor(() => run.stderrSoFar().includes('done'), 30_000, 'the server');
+    run.child.stdin.end();
+    const result = await run.result;
+    expect(result.stderr).not.toContain('--secret is not supported');
+    expect(result.code).toBe(0);
   });
 });

@@ -73,6 +73,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): SandboxBa
     specificationVersion: SPECIFICATION_VERSION,
     id: 'local',
     isolation: 'os',
+    substitutesSecrets: true,
     describe: () =>
       info
         ? `bubblewrap${info.bwrapVersion ? ` ${info.bwrapVersion}` : ''}: user, mount, pid, ipc, uts and network namespaces, seccomp, ` +

@@ -107,6 +107,7 @@ export function createSeatbeltBackend(options: SeatbeltBackendOptions = {}): San
     specificationVersion: SPECIFICATION_VERSION,
     id: 'seatbelt',
     isolation: 'os',
+    substitutesSecrets: true,
     describe: () =>
       platform === 'darwin'
         ? `${SEATBELT_FACTS.engine}, Darwin ${release()}: ${SEATBELT_FACTS.enforces}; ${SEATBELT_FACTS.gaps}`

@@ -55,6 +55,7 @@ export function createSrtBackend(options: SrtBackendOptions = {}): SandboxBacken
     specificationVersion: SPECIFICATION_VERSION,
     id: 'srt',
     isolation: 'os',
+    substitutesSecrets: true,
     describe: () =>
       facts
         ? `sandbox-runtime ${SRT_VERSION}, ${facts.engine}: ${facts.enforces}${facts.gaps.startsWith('none') ? '' : `; ${facts.gaps}`}`

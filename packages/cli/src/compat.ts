@@ -47,6 +47,7 @@ export function withE2bFallbackHint(backend: SandboxBackend, env: Env, logger: L
     specificationVersion: backend.specificationVersion,
     id: backend.id,
     isolation: backend.isolation,
+    ...(backend.substitutesSecrets ? { substitutesSecrets: true } : {}),
     ...(backend.describe ? { describe: () => backend.describe?.() ?? '' } : {}),
     async create(spec: SandboxSpec, options?: CreateOptions) {
       const sandbox = await backend.create(spec, options).catch(hint);

@@ -24,6 +24,12 @@ export interface SandboxBackend {
   /** Short name: `local`, `e2b`, `none`, `fake`, … */
   readonly id: string;
   readonly isolation: IsolationLevel;
+  /**
+   * Every connection of the sandbox passes this host's egress proxy, set up with
+   * `spec.network.secrets`, which puts a bound secret's real value on the wire (`--secret`). Only a
+   * backend that declares it is given secrets to bind; an id such as `local` proves nothing.
+   */
+  readonly substitutesSecrets?: true;
   /** One line a human reads at start, e.g. "bubblewrap 0.8.0: user, pid, net, mount namespaces". */
   describe?(): string;
   create(spec: SandboxSpec, options?: CreateOptions): Promise<Sandbox>;

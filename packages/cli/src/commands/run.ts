@@ -40,7 +40,7 @@ import { reportError } from '../report.js';
 import { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
 import { WslRequiredError, wslStatus } from '../wsl.js';
-import { planSecrets, substitutesSecrets } from './secret-plan.js';
+import { planSecrets } from './secret-plan.js';
 
 /** The flags shared by every command that starts a server (`run`, `inspect`, `wrap`). */
 export interface RunFlags {
@@ -78,6 +78,11 @@ export interface RunFlags {
 /** Everything a session needs, validated: nothing here has touched a sandbox yet. */
 export interface RunPlan {
   readonly backend: SandboxBackend;
+  /**
+   * Whether the backend substitutes `--secret` values on the wire: one that declares it (the
+   * built-in OS backends), never one that merely calls itself `local`.
+   */
+  readonly substitutesSecrets: boolean;
   readonly allow: EnvAllowlist;
   /**
    * Every secret this process knows, redacted from the trace, stderr and log messages: the
@@ -267,7 +272,14 @@ export async function planRun(
         `choose one with ${required} isolation or stronger (${strongerThan(required)})`,
     );
   }
-  const bound = planSecrets(flags.secret ?? [], io.env, backend, allowNet, Object.keys(allow.env));
+  const substitutes = backend.substitutesSecrets === true;
+  const bound = planSecrets(
+    flags.secret ?? [],
+    io.env,
+    { name: flags.backend, substitutes },
+    allowNet,
+    Object.keys(allow.env),
+  );
   const env = { ...allow.env };
   for (const secret of bound) env[secret.name] = secret.standIn;
   // A bound variable is not withheld: the server has its stand-in (no --env hint for it).
@@ -275,6 +287,7 @@ export async function planRun(
   const withheld = allow.withheld.filter((name) => !boundNames.has(name));
   return {
     backend,
+    substitutesSecrets: substitutes,
     allow: {
       ...allow,
       withheld,
@@ -485,7 +498,7 @@ async function runAction(
       spec: plan.spec,
       secrets: plan.secrets,
       withheldEnv: plan.allow.withheld,
-      secretHints: substitutesSecrets(plan.backend.id),
+      secretHints: plan.substitutesSecrets,
       mountHints: mountHintsFor(command, plan.spec.mounts ?? [], plan.backend.isolation, io.env.HOME),
       input: io.stdin,
       output: io.stdout,

@@ -1,9 +1,10 @@
-import { bindSecret, parseSecretFlag, type SandboxBackend, UsageError } from '@mcpsandbox/core';
+import { bindSecret, parseSecretFlag, UsageError } from '@mcpsandbox/core';
 import { describe, expect, it } from 'vitest';
-import { planSecrets, withFreshStandIns } from './secret-plan.js';
+import { planSecrets, substitutesSecrets, withFreshStandIns } from './secret-plan.js';
 
 const REAL = 'xoxb-1234567890-abcdefghijKLMN';
-const local = { id: 'local' } as SandboxBackend;
+const backend = (name: string) => ({ name, substitutes: substitutesSecrets(name) });
+const local = backend('local');
 
 describe('planSecrets', () => {
   it('binds each flag and refuses what cannot be honoured', () => {
@@ -11,19 +12,13 @@ describe('planSecrets', () => {
     expect(bound?.value).toBe(REAL);
     // Every OS engine's egress passes this host's proxy; e2b's and vm's do not.
     for (const id of ['srt', 'seatbelt']) {
-      const [other] = planSecrets(
-        ['SLACK@slack.com'],
-        { SLACK: REAL },
-        { id } as SandboxBackend,
-        ['slack.com'],
-        [],
-      );
+      const [other] = planSecrets(['SLACK@slack.com'], { SLACK: REAL }, backend(id), ['slack.com'], []);
       expect(other?.standIn).not.toBe(REAL);
     }
     for (const id of ['e2b', 'vm', 'none']) {
-      expect(() =>
-        planSecrets(['SLACK@slack.com'], { SLACK: REAL }, { id } as SandboxBackend, ['slack.com'], []),
-      ).toThrow(new RegExp(`not supported on backend ${id}.*--env SLACK`));
+      expect(() => planSecrets(['SLACK@slack.com'], { SLACK: REAL }, backend(id), ['slack.com'], [])).toThrow(
+        new RegExp(`not supported on backend ${id}.*--env SLACK`),
+      );
     }
     expect(() =>
       planSecrets(['SLACK@slack.com', 'SLACK@slack.com'], { SLACK: REAL }, local, ['slack.com'], []),

@@ -3,7 +3,6 @@ import {
   bindSecret,
   makeStandIn,
   parseSecretFlag,
-  type SandboxBackend,
   type SandboxSpec,
   UsageError,
 } from '@mcpsandbox/core';
@@ -25,16 +24,16 @@ export function substitutesSecrets(backendId: string): boolean {
 export function planSecrets(
   flags: readonly string[],
   hostEnv: Readonly<Record<string, string | undefined>>,
-  backend: SandboxBackend,
+  backend: { readonly name: string; readonly substitutes: boolean },
   allowNet: readonly string[],
   envNames: readonly string[],
 ): BoundSecret[] {
   if (flags.length === 0) return [];
   const bindings = flags.map(parseSecretFlag);
-  if (!substitutesSecrets(backend.id)) {
+  if (!backend.substitutes) {
     const names = bindings.map((b) => b.name).join(', ');
     throw new UsageError(
-      `--secret is not supported on backend ${backend.id} (its egress does not pass through this host's proxy, ` +
+      `--secret is not supported on backend ${backend.name} (its egress does not pass through this host's proxy, ` +
         `so the real value could not be put on the wire for it); use --backend local, or pass the real value with --env ${names}`,
     );
   }

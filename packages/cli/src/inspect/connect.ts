@@ -2,7 +2,6 @@ import { PassThrough, type Writable } from 'node:stream';
 import { type BridgeResult, type BridgeSession, type Logger, startBridge } from '@mcpsandbox/core';
 import type { Client } from '@modelcontextprotocol/client';
 import type { RunPlan } from '../commands/run.js';
-import { substitutesSecrets } from '../commands/secret-plan.js';
 import { mountHintsFor } from '../mount-hints.js';
 import type { SafetyNet } from '../safety-net.js';
 import { sandboxOutput } from '../sandbox-output.js';
@@ -70,7 +69,7 @@ export async function openAttempt(ctx: InspectContext, negotiation: Negotiation)
     spec: plan.spec,
     secrets: plan.secrets,
     withheldEnv: plan.allow.withheld,
-    secretHints: substitutesSecrets(plan.backend.id),
+    secretHints: plan.substitutesSecrets,
     mountHints: mountHintsFor(ctx.command, plan.spec.mounts ?? [], plan.backend.isolation, ctx.home),
     input: toServer,
     output: toClient,
