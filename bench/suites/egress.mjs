@@ -173,7 +173,7 @@ export async function measureEgress({ rounds }) {
 const SECRET_CLIENT = String.raw`
 const https = require('node:https');
 const { performance } = require('node:perf_hooks');
-const [bound, unbound, rounds] = [process.argv[1], process.argv[2], Number(process.argv[3])];
+const [bound, unbound, rounds, firstTo] = [process.argv[1], process.argv[2], Number(process.argv[3]), process.argv[4]];
 const headers = { authorization: 'Bearer ' + process.env.BENCH_TOKEN };
 const once = (host) => new Promise((done, fail) => {
   const t = performance.now();
@@ -183,7 +183,7 @@ const once = (host) => new Promise((done, fail) => {
   }).on('error', fail);
 });
 (async () => {
-  const first = await once(bound);
+  const first = await once(firstTo === 'unbound' ? unbound : bound);
   const samples = { bound: [], unbound: [] };
   for (let i = 0; i < rounds + 3; i++) {
     for (const [key, host] of [['bound', bound], ['unbound', unbound]]) {
@@ -195,53 +195,76 @@ const once = (host) => new Promise((done, fail) => {
 })().catch((e) => { console.error(e.message); process.exit(1); });
 `;
 
-/** A sandbox with `--secret BENCH_TOKEN@bound…`: the first bound request, then bound vs unbound. */
-async function measureSecret(require, hooks, caFile, rounds) {
+/**
+ * Sandboxes with `--secret BENCH_TOKEN@bound…`: the first request of a fresh client process, to the
+ * bound name in half the sessions and to the unbound one in the other half (a process's first
+ * TLS request loads its trust store either way), medians over `sessions`; then, in the first
+ * session, bound vs unbound `rounds` times.
+ */
+async function measureSecret(require, hooks, caFile, rounds, sessions = 10) {
   const { createLocalBackend } = await import(
     pathToFileURL(require.resolve('@mcpsandbox/backend-local')).href
   );
   const { bindSecret, parseSecretFlag } = await import(
     pathToFileURL(require.resolve('@mcpsandbox/core')).href
   );
-  const secret = bindSecret(parseSecretFlag(`BENCH_TOKEN@${BOUND}`), {
-    BENCH_TOKEN: 'ghp_BenchValue0123456789abcdefghijklmnop',
-  });
-  const box = await createLocalBackend({
-    // Merged into the sandbox's trust beside the session CA: the unbound name's TLS is end to end.
-    hostEnv: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
-    ...hooks,
-    secretUpstreamCa: readFileSync(caFile, 'utf8'),
-  }).create({
-    sessionId: 'bench-secret',
-    env: { BENCH_TOKEN: secret.standIn },
-    ttlMs: 120_000,
-    network: { allow: [NAME, BOUND], secrets: [secret] },
-  });
-  try {
-    const proc = await box.exec(['node', '-e', SECRET_CLIENT, BOUND, NAME, String(rounds)]);
-    let out = '';
-    let err = '';
-    const read = async (stream, add) => {
-      for await (const chunk of stream) add(Buffer.from(chunk).toString());
-    };
-    await proc.closeStdin();
-    await Promise.all([
-      read(proc.stdout, (t) => (out += t)),
-      read(proc.stderr, (t) => (err += t)),
-      proc.exit,
-    ]);
-    const samples = JSON.parse(out.trim().split('\n').pop() || 'null');
-    if (!samples) return { skipped: err.trim() || 'no samples' };
-    const bound = round(median(samples.bound), 2);
-    const unbound = round(median(samples.unbound), 2);
-    return {
-      rounds,
-      firstBoundMs: round(samples.first, 2),
-      boundMs: bound,
-      unboundMs: unbound,
-      addedMs: round(bound - unbound, 2),
-    };
-  } finally {
-    await box.close();
+  const firsts = { bound: [], unbound: [] };
+  let samples;
+  for (let session = 0; session < sessions; session++) {
+    const firstTo = session % 2 === 0 ? 'bound' : 'unbound';
+    const secret = bindSecret(parseSecretFlag(`BENCH_TOKEN@${BOUND}`), {
+      BENCH_TOKEN: 'ghp_BenchValue0123456789abcdefghijklmnop',
+    });
+    const box = await createLocalBackend({
+      // Merged into the sandbox's trust beside the session CA: the unbound name's TLS is end to end.
+      hostEnv: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
+      ...hooks,
+      secretUpstreamCa: readFileSync(caFile, 'utf8'),
+    }).create({
+      sessionId: `bench-secret-${session}`,
+      env: { BENCH_TOKEN: secret.standIn },
+      ttlMs: 120_000,
+      network: { allow: [NAME, BOUND], secrets: [secret] },
+    });
+    try {
+      const proc = await box.exec([
+        'node',
+        '-e',
+        SECRET_CLIENT,
+        BOUND,
+        NAME,
+        String(session === 0 ? rounds : 0),
+        firstTo,
+      ]);
+      let out = '';
+      let err = '';
+      const read = async (stream, add) => {
+        for await (const chunk of stream) add(Buffer.from(chunk).toString());
+      };
+      await proc.closeStdin();
+      await Promise.all([
+        read(proc.stdout, (t) => (out += t)),
+        read(proc.stderr, (t) => (err += t)),
+        proc.exit,
+      ]);
+      const got = JSON.parse(out.trim().split('\n').pop() || 'null');
+      if (!got) return { skipped: err.trim() || 'no samples' };
+      firsts[firstTo].push(round(got.first, 2));
+      if (session === 0) samples = got;
+    } finally {
+      await box.close();
+    }
   }
+  const bound = round(median(samples.bound), 2);
+  const unbound = round(median(samples.unbound), 2);
+  return {
+    rounds,
+    firstBoundMs: round(median(firsts.bound), 2),
+    firstBoundSamplesMs: firsts.bound,
+    firstUnboundMs: round(median(firsts.unbound), 2),
+    firstUnboundSamplesMs: firsts.unbound,
+    boundMs: bound,
+    unboundMs: unbound,
+    addedMs: round(bound - unbound, 2),
+  };
 }

@@ -6,6 +6,7 @@
  */
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
+import { createSecureContext, type SecureContext } from 'node:tls';
 import type { HostName } from '@mcpsandbox/core';
 import { AsnConvert } from '@peculiar/asn1-schema';
 import {
@@ -35,6 +36,8 @@ export interface LeafCertificate {
   readonly cert: string;
   /** PEM PKCS#8 key of the leaf (held by the TLS server in this process only). */
   readonly key: string;
+  /** Both, parsed once: every connection to the host ends its TLS with this context. */
+  readonly context: SecureContext;
 }
 
 export class SessionCa {
@@ -78,6 +81,14 @@ export class SessionCa {
     return new SessionCa(keys.privateKey, cert, hosts);
   }
 
+  /**
+   * Issues every bound host's leaf now, while the server starts, so that its first request pays
+   * no key generation or signing. A failure here is the first request's to report.
+   */
+  prepare(): void {
+    for (const host of this.#hosts) this.leaf(host).catch(() => undefined);
+  }
+
   /** The CA certificate the sandbox trusts. */
   get pem(): string {
     return this.#cert.toString('pem');
@@ -117,6 +128,7 @@ export class SessionCa {
     );
     const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
     const key = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END PRIVATE KEY-----\n`;
-    return { cert: `${cert.toString('pem')}\n${this.pem}\n`, key };
+    const chain = `${cert.toString('pem')}\n${this.pem}\n`;
+    return { cert: chain, key, context: createSecureContext({ cert: chain, key }) };
   }
 }

@@ -53,8 +53,7 @@ export async function intercept(socket: Duplex, head: Buffer, o: InterceptOption
   (socket as Partial<Socket>).setNoDelay?.(true);
   const tls = new TLSSocket(socket as Socket, {
     isServer: true,
-    cert: leaf.cert,
-    key: leaf.key,
+    secureContext: leaf.context,
     ALPNProtocols: ['http/1.1'],
   });
   let secured = false;

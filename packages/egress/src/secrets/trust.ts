@@ -48,6 +48,9 @@ export async function writeSecretTrust(options: SecretTrustOptions): Promise<Sec
   const { secrets, dir, hostEnv, forwardsHostTrust } = options;
   const hosts = [...new Set(secrets.flatMap((secret) => secret.hosts))] as HostName[];
   const ca = await SessionCa.create(hosts);
+  // While the server starts: the bound hosts' leaves, and the code their first connection runs.
+  ca.prepare();
+  import('./intercept.js').catch(() => undefined);
   // Not recursive: a directory that exists already was not made by this session.
   mkdirSync(dir, { mode: 0o755 });
   chmodSync(dir, 0o755);
