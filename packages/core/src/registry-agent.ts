@@ -72,7 +72,8 @@ async function sharedLookup(): Promise<LookupFunction> {
     }
     answer.then(
       (all) => {
-        const fit = options.family ? all.filter((a) => a.family === options.family) : all;
+        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+        const fit = family ? all.filter((a) => a.family === family) : all;
         const first = fit[0];
         if (options.all) callback(null, fit);
         else if (first) callback(null, first.address, first.family);
