@@ -132,6 +132,7 @@ export {
   type ToolPolicyOptions,
   type ToolVerdict,
 } from './policy.js';
+export { type RegistryAgent, registryAgent } from './registry-agent.js';
 export {
   type BoundSecret,
   bindSecret,

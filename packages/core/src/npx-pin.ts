@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError, UsageError } from './errors.js';
 import type { Logger } from './logger.js';
 import { PendingBytes } from './pending-bytes.js';
 import { type NpxPin, PIN_INTEGRITY, PIN_NAME, PIN_VERSION, readPinLock, updatePinLock } from './pin-lock.js';
-import { nodeUsesOtherRoots, registryCa } from './registry-ca.js';
+import { type RegistryAgent, registryTlsCa } from './registry-agent.js';
 
 export { type NpxPin, PIN_LOCK_VERSION, readPinLock } from './pin-lock.js';
 
@@ -97,7 +96,7 @@ export async function resolveFromRegistry(
   registry: string,
   name: string,
   selector: NpmSelector,
-  options: { full?: boolean; timeoutMs?: number; trust?: RegistryTrust } = {},
+  options: { full?: boolean; timeoutMs?: number; trust?: RegistryTrust; agent?: RegistryAgent } = {},
 ): Promise<Resolution> {
   const url = new URL(name.replace('/', '%2f'), registry.endsWith('/') ? registry : `${registry}/`);
   let body: unknown;
@@ -108,7 +107,7 @@ export async function resolveFromRegistry(
         ? 'application/json'
         : 'application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8',
       options.timeoutMs ?? 30_000,
-      options.trust ?? {},
+      options.agent ?? options.trust ?? {},
     );
     body = JSON.parse(text);
   } catch (error) {
@@ -148,65 +147,49 @@ export interface RegistryTrust {
 }
 
 /**
- * One GET, no redirects, bounded in size and time; the CA files npm trusts are trusted here too.
- * The HTTP and TLS modules load here, not at start: most sessions never pin anything.
+ * One GET, no redirects, bounded in size and time; the CA files npm trusts are trusted here too
+ * (or the agent's trust, built once for many questions). The HTTP and TLS modules load here, not
+ * at start: most sessions never pin anything.
  */
-async function getText(url: URL, accept: string, timeoutMs: number, trust: RegistryTrust): Promise<string> {
-  const extra = (trust.caFiles ?? []).flatMap((file) => {
-    const text = readText(file);
-    return text === undefined ? [] : [text];
-  });
+async function getText(
+  url: URL,
+  accept: string,
+  timeoutMs: number,
+  via: RegistryTrust | RegistryAgent,
+): Promise<string> {
   const { get } = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
-  const { rootCertificates } = await import('node:tls');
-  const ca =
-    extra.length > 0
-      ? registryCa(extra, {
-          roots: rootCertificates,
-          extra: readText(process.env.NODE_EXTRA_CA_CERTS),
-          otherRoots: nodeUsesOtherRoots(process.execArgv, process.env.NODE_OPTIONS),
-        })
-      : undefined;
+  let connection: Record<string, unknown>;
+  if ('agent' in via) {
+    if (via.protocol !== url.protocol) throw new Error(`an ${via.protocol} agent cannot ask ${url.protocol}`);
+    connection = { agent: via.agent };
+  } else if (url.protocol === 'https:') {
+    const ca = await registryTlsCa(via);
+    connection = { ...(ca ? { ca } : {}), rejectUnauthorized: via.strictSsl !== false };
+  } else {
+    connection = {};
+  }
   return new Promise((resolve, reject) => {
-    const request = get(
-      url,
-      {
-        headers: { accept },
-        timeout: timeoutMs,
-        ...(url.protocol === 'https:'
-          ? { ...(ca ? { ca } : {}), rejectUnauthorized: trust.strictSsl !== false }
-          : {}),
-      },
-      (response) => {
-        if (response.statusCode !== 200) {
-          response.resume();
-          reject(new Error(`HTTP ${response.statusCode}`));
+    const request = get(url, { headers: { accept }, timeout: timeoutMs, ...connection }, (response) => {
+      if (response.statusCode !== 200) {
+        response.resume();
+        reject(new Error(`HTTP ${response.statusCode}`));
+        return;
+      }
+      // Merged as it arrives: a registry sending a byte per packet costs its bytes, not an object each.
+      const body = new PendingBytes();
+      response.on('data', (chunk: Buffer) => {
+        if (body.length + chunk.length > MAX_PACKUMENT_BYTES) {
+          request.destroy(new Error('the answer is too large'));
           return;
         }
-        // Merged as it arrives: a registry sending a byte per packet costs its bytes, not an object each.
-        const body = new PendingBytes();
-        response.on('data', (chunk: Buffer) => {
-          if (body.length + chunk.length > MAX_PACKUMENT_BYTES) {
-            request.destroy(new Error('the answer is too large'));
-            return;
-          }
-          body.append(chunk);
-        });
-        response.on('end', () => resolve(body.takeAll().toString('utf8')));
-        response.on('error', reject);
-      },
-    );
+        body.append(chunk);
+      });
+      response.on('end', () => resolve(body.takeAll().toString('utf8')));
+      response.on('error', reject);
+    });
     request.on('timeout', () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     request.on('error', reject);
   });
-}
-
-function readText(file: string | undefined): string | undefined {
-  if (!file) return undefined;
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
 }
 
 /** The pins recorded for `spec`: each must agree with what it resolves to now. */

@@ -81,6 +81,7 @@ describe('@mcpsandbox/core public exports', () => {
         "readPinLock",
         "readTrace",
         "redactLogger",
+        "registryAgent",
         "resolveEnvAllowlist",
         "resolveFromRegistry",
         "secretFlagFor",

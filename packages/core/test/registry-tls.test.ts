@@ -12,6 +12,7 @@ const dir = mkdtempSync(join(tmpdir(), 'mcpsandbox-registry-tls-'));
 const cert = join(dir, 'cert.pem');
 const key = join(dir, 'key.pem');
 const PIN = new URL('../dist/npx-pin.js', import.meta.url).href;
+const AGENT = new URL('../dist/registry-agent.js', import.meta.url).href;
 let server: Server;
 let registry: string;
 
@@ -54,17 +55,26 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** resolveFromRegistry in a new node, with `caFiles`, and NODE_EXTRA_CA_CERTS as given. */
-function resolveIn(caFiles: string[], extra?: string): Promise<string> {
+/**
+ * resolveFromRegistry in a new node, with `caFiles`, and NODE_EXTRA_CA_CERTS as given; with
+ * `shared`, three questions through one registryAgent (as the vouch of an install asks them).
+ */
+function resolveIn(caFiles: string[], extra?: string, shared = false): Promise<string> {
   const script = `import { resolveFromRegistry } from ${JSON.stringify(PIN)};
-    const [registry, files] = process.argv.slice(1);
-    resolveFromRegistry(registry, 'pkg', { kind: 'tag', value: 'latest' }, { trust: { caFiles: JSON.parse(files) } })
-      .then((r) => console.log(r.version), (e) => console.log('failed: ' + e.message));`;
+    import { registryAgent } from ${JSON.stringify(AGENT)};
+    const [registry, files, shared] = process.argv.slice(1);
+    const trust = { caFiles: JSON.parse(files) };
+    const ask = (via) => resolveFromRegistry(registry, 'pkg', { kind: 'tag', value: 'latest' }, via);
+    const answer = shared === 'shared'
+      ? registryAgent(registry, trust, 2).then((agent) =>
+          Promise.all([1, 2, 3].map(() => ask({ agent }))).then((r) => r[2]).finally(() => agent.close()))
+      : ask({ trust });
+    answer.then((r) => console.log(r.version), (e) => console.log('failed: ' + e.message));`;
   const env = { PATH: process.env.PATH ?? '', ...(extra ? { NODE_EXTRA_CA_CERTS: extra } : {}) };
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--input-type=module', '-e', script, registry, JSON.stringify(caFiles)],
+      ['--input-type=module', '-e', script, registry, JSON.stringify(caFiles), shared ? 'shared' : ''],
       { env },
       (error, stdout) => (error ? reject(error) : resolve(stdout.trim())),
     );
@@ -81,5 +91,11 @@ describe('a pin check over TLS trusts exactly Node roots and the CA files npm tr
 
   it('refuses the registry when no CA file names its certificate (control)', async () => {
     expect(await resolveIn([])).toMatch(/^failed: .*(self.signed|certificate)/i);
+  });
+
+  it('questions through one shared agent trust the same: its CA file reached, no CA file refused', async () => {
+    expect(await resolveIn([cert], undefined, true)).toBe('1.0.0');
+    expect(await resolveIn([cert], cert, true)).toBe('1.0.0');
+    expect(await resolveIn([], undefined, true)).toMatch(/^failed: .*(self.signed|certificate)/i);
   });
 });

@@ -5,7 +5,7 @@
  * among them. Only an integrity the configured registry itself gives, asked without
  * credentials, for that entry's name@version is taken: a tarball the registry serves to anyone.
  */
-import { type RegistryTrust, resolveFromRegistry } from '@mcpsandbox/core';
+import { type RegistryAgent, type RegistryTrust, registryAgent, resolveFromRegistry } from '@mcpsandbox/core';
 import { type OpenDir, readFileAt } from '../host-fs.js';
 
 /** One registry tarball of the lock: its name and exact version, and its sha512 integrity. */
@@ -75,6 +75,7 @@ export interface VouchOptions {
  * The tarballs whose integrity `registry` gives for their name@version now (the abbreviated
  * packument, no credentials), one question per tarball; an error, another integrity or no such
  * version leaves the tarball out (npm then downloads what the lock names, or fails as it would).
+ * The questions share one TLS setup and at most `concurrency` connections, all closed on return.
  */
 export async function vouchedByRegistry(
   registry: string,
@@ -82,6 +83,14 @@ export async function vouchedByRegistry(
   options: VouchOptions,
 ): Promise<LockedTarball[]> {
   const vouched: LockedTarball[] = [];
+  if (locked.length === 0) return vouched;
+  const workers = Math.max(1, Math.min(options.concurrency ?? 16, locked.length));
+  let agent: RegistryAgent;
+  try {
+    agent = await registryAgent(registry, options.trust, workers);
+  } catch {
+    return vouched;
+  }
   let next = 0;
   const until = Date.now() + (options.totalMs ?? 60_000);
   const worker = async () => {
@@ -92,7 +101,7 @@ export async function vouchedByRegistry(
           registry,
           tarball.name,
           { kind: 'version', value: tarball.version },
-          { trust: options.trust, timeoutMs: options.timeoutMs ?? 15_000 },
+          { agent, timeoutMs: options.timeoutMs ?? 15_000 },
         );
         if (said.integrity === tarball.integrity) vouched.push(tarball);
       } catch {
@@ -100,7 +109,10 @@ export async function vouchedByRegistry(
       }
     }
   };
-  const workers = Math.max(1, Math.min(options.concurrency ?? 16, locked.length));
-  await Promise.all(Array.from({ length: workers }, worker));
+  try {
+    await Promise.all(Array.from({ length: workers }, worker));
+  } finally {
+    agent.close();
+  }
   return vouched;
 }
