@@ -39,6 +39,7 @@ import { parsePythonIndex, userPythonIndex } from './uvx/index-config.js';
 import { managedPythons, type PythonNeed, satisfies } from './uvx/managed-pythons.js';
 import { hashMismatch, parseCompiled, requirementsText, uvCause } from './uvx/resolved.js';
 import { parseUvxCommand, type UvxCommand } from './uvx/spec.js';
+import { dropStepCache, stepCacheEnv } from './uvx/step-cache.js';
 import { findUvTools, pythonNeeded, pythonRequirement, type UvTools, withPython } from './uvx/tools.js';
 import type { Bind } from './view.js';
 
@@ -302,6 +303,7 @@ async function install(
     const venvPython = ['--python', `${inside}/venv/bin/python`];
     const exact = ['--require-hashes', '--no-deps', '--quiet', '-r', `${SANDBOX_UV_INPUT}/requirements.txt`];
     await step(['uv', 'pip', 'install', ...common.slice(0, 3), ...venvPython, ...exact], 'installing');
+    dropStepCache(prefix);
     const entry = { requirement: parsed.requirement, index, bin: parsed.bin, digest: digestOf(dists) };
     return publish(root, key, stagingName, { staging, prefix, guard }, entry, deps.runAs);
   } catch (error) {
@@ -330,7 +332,8 @@ interface StepContext {
 /**
  * Runs one uv command of the install in the sandbox: the prefix read-write and the host's
  * inputs read-only, egress to the index alone, uv's own settings only from here (no config
- * file, no Python download, no shared cache), and no variable but `--install-env`'s.
+ * file, no Python download, a cache of this install's own inside the prefix, never the user's),
+ * and no variable but `--install-env`'s.
  */
 function stepRunner(
   c: StepContext,
@@ -347,8 +350,7 @@ function stepRunner(
     ...deps.cache.installEnv,
     UV_NO_CONFIG: '1',
     UV_PYTHON_DOWNLOADS: 'never',
-    UV_NO_CACHE: '1',
-    UV_LINK_MODE: 'copy',
+    ...stepCacheEnv(c.inside),
   };
   const report = new InstallReport();
   const network = { allow: [...c.grants] };
