@@ -35,12 +35,13 @@ import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { runStep } from './npx/steps.js';
 import type { NpxDeps } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
+import { PythonTooOldError, uvFailure } from './uvx/failure.js';
 import { parsePythonIndex, userPythonIndex } from './uvx/index-config.js';
-import { managedPythons, type PythonNeed, satisfies } from './uvx/managed-pythons.js';
-import { hashMismatch, parseCompiled, requirementsText, uvCause } from './uvx/resolved.js';
+import { managedPythons, satisfies } from './uvx/managed-pythons.js';
+import { parseCompiled, requirementsText } from './uvx/resolved.js';
 import { parseUvxCommand, type UvxCommand } from './uvx/spec.js';
 import { dropStepCache, stepCacheEnv } from './uvx/step-cache.js';
-import { findUvTools, pythonNeeded, pythonRequirement, type UvTools, withPython } from './uvx/tools.js';
+import { findUvTools, type UvTools, withPython } from './uvx/tools.js';
 import type { Bind } from './view.js';
 
 export { DEFAULT_PYTHON_INDEX, type PythonIndex, userPythonIndex } from './uvx/index-config.js';
@@ -488,7 +489,6 @@ function publish(
   }
   writeUsage(staging, counter);
   writeFileAt(staging, MARKER, `${JSON.stringify(entry)}\n`);
-  unlinkSync(at(staging.fd, OWNER));
   fchmodSync(staging.fd, 0o755);
   try {
     renameAt(root, stagingName, key);
@@ -498,53 +498,12 @@ function publish(
     removeAt(root, stagingName);
     return theirs;
   }
+  // The owner file goes only after the rename: a start waiting for this install sees its owned
+  // staging directory or the entry, never neither (then it would install the same again).
+  try {
+    unlinkSync(at(staging.fd, OWNER));
+  } catch {
+    // left in the entry, where nothing reads it
+  }
   return entry;
-}
-
-/** uv's own cause first: a changed pinned artifact, a Python too old, else uv's last lines. */
-function uvFailure(
-  parsed: UvxCommand,
-  what: string,
-  status: { readonly code: number | null; readonly signal: string | null },
-  report: InstallReport,
-  tools: UvTools,
-  pinned: boolean,
-  granted: readonly string[],
-): Error {
-  const said = report.npmSaid(12).join('\n');
-  const changed = pinned ? hashMismatch(said) : undefined;
-  if (changed) {
-    return new PinChangedError(
-      `the index serves a different artifact for ${changed} than the pin of ${parsed.requirement} records: refusing it. ` +
-        'If you trust the change, remove its pin from the pin lock and start again',
-    );
-  }
-  const python = pythonNeeded(said, tools.pythonVersion);
-  const cause = python ?? uvCause(said);
-  const lines = [
-    `${what} ${parsed.requirement} failed${cause ? `: ${cause}` : ''} (uv exited ${status.code ?? status.signal})`,
-  ];
-  // Hosts the build tried and was refused, less those granted already (the index, --install-allow-net).
-  const { grants } = report.hosts(granted);
-  if (grants.length > 0) {
-    lines.push(
-      `the install tried hosts it may not reach: ${grants.join(', ')}; if the build needs them, ` +
-        `start with ${grants.map((grant) => `--install-allow-net ${grant}`).join(' ')}`,
-    );
-  }
-  if (said) lines.push('uv said:', ...said.split('\n').map((line) => `  ${line}`));
-  const need = pythonRequirement(said);
-  if (need) return new PythonTooOldError(lines.join('\n'), status.code, need);
-  return new SetupFailedError(lines.join('\n'), status.code);
-}
-
-/** The package's `requires-python` refuses the Python the environment was made with. */
-class PythonTooOldError extends SetupFailedError {
-  constructor(
-    message: string,
-    exitCode: number | null,
-    readonly need: PythonNeed,
-  ) {
-    super(message, exitCode);
-  }
 }
