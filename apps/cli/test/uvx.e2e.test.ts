@@ -4,8 +4,10 @@ import {
   chmodSync,
   copyFileSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -220,6 +222,62 @@ describe('uvx install step (local)', () => {
     expect(again.info?.planted).toEqual([]);
     expect(again.info?.probe.index).toMatch(/Error|refused|denied/i);
     expect(again.stderr).not.toMatch(/resolving|installing/);
+  }, 120_000);
+
+  it("removes the install's own uv cache before the environment is sealed, never following what a build script planted in it", async () => {
+    // Host paths the build script aims links at (it cannot see them: the links are strings).
+    const hostFile = join(root, 'host-file.txt');
+    const hostDir = join(root, 'host-dir');
+    mkdirSync(hostDir, { recursive: true });
+    writeFileSync(hostFile, 'host-owned', { mode: 0o644 });
+    writeFileSync(join(hostDir, 'keep.txt'), 'keep');
+    const hostBefore = lstatSync(hostFile);
+    build(
+      'sdist',
+      'cache-plant',
+      '1.0',
+      [`plant=${hostFile}`, `plant=${hostDir}`, 'plant=/etc/passwd'].join('\n'),
+    );
+    const first = await start(['cache-plant==1.0']);
+    expect(first.info?.flavor, first.stderr).toBe('sdist');
+    // The plants were made (a hard link to a host file cannot be: not visible, or another mount).
+    const built = first.info?.built ?? {};
+    for (const target of [hostFile, hostDir, '/etc/passwd']) {
+      expect(built[`plant:${target}`], target).toMatch(/^PLANTED symlink,hardlink:\w+,fifo,locked$/);
+    }
+    // Nothing outside the staging directory was touched.
+    expect(readFileSync(hostFile, 'utf8')).toBe('host-owned');
+    expect(lstatSync(hostFile).mode).toBe(hostBefore.mode);
+    expect(lstatSync(hostFile).nlink).toBe(1);
+    expect(readdirSync(hostDir)).toEqual(['keep.txt']);
+    // The published environment: the venv and the resolution, no cache, nothing linked to a removed
+    // file, nothing writable but by its owner, no FIFO.
+    const uvRoot = join(cache, 'mcp-sandbox', 'uv');
+    const entry = readdirSync(uvRoot).find((name) => {
+      const marker = join(uvRoot, name, 'install.json');
+      return (
+        existsSync(marker) && JSON.parse(readFileSync(marker, 'utf8')).requirement === 'cache-plant==1.0'
+      );
+    });
+    expect(entry).toBeDefined();
+    const pkg = join(uvRoot, entry as string, 'pkg');
+    expect(readdirSync(pkg).sort()).toEqual(['resolved.txt', 'venv']);
+    const odd: string[] = [];
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        const stat = lstatSync(path);
+        if (!stat.isSymbolicLink() && (stat.mode & 0o022) !== 0) odd.push(`${path}: writable by others`);
+        if (stat.isFile() && stat.nlink !== 1) odd.push(`${path}: ${stat.nlink} links`);
+        if (stat.isFIFO() || stat.isSocket()) odd.push(`${path}: not a file`);
+        if (stat.isDirectory()) walk(path);
+      }
+    };
+    walk(pkg);
+    expect(odd).toEqual([]);
+    const warm = await start(['cache-plant==1.0']);
+    expect(warm.info?.flavor, warm.stderr).toBe('sdist');
+    expect(warm.stderr).not.toMatch(/resolving|installing/);
   }, 120_000);
 
   it('keeps a first install the client abandons going in the background; the next start finds it', async () => {

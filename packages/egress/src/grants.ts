@@ -91,8 +91,29 @@ export type Decision =
 /** Resolves a validated name on the host: nothing else reaches `dns.lookup`. */
 export type Resolver = (host: HostName) => Promise<readonly string[]>;
 
-const defaultResolver: Resolver = async (host) =>
+/** This host's resolver (`dns.lookup`, as every other program here resolves). */
+export const systemResolver: Resolver = async (host) =>
   (await lookup(host, { all: true })).map((entry) => entry.address);
+
+/**
+ * `resolve`, with one lookup for the decisions about a name made while a lookup of it is under
+ * way: a burst of tunnels to one host (an installer's parallel downloads) is one query, and a
+ * resolver that drops some queries of a burst costs its retry timeout (5 s) once, not for each
+ * connection. Nothing is kept once the lookup is over; every decision checks what it gets.
+ * Bounded by the decisions under way, each of which holds its lookup anyway.
+ */
+export function sharedLookups(resolve: Resolver): Resolver {
+  const pending = new Map<HostName, Promise<readonly string[]>>();
+  return (host) => {
+    const shared = pending.get(host);
+    if (shared) return shared;
+    const started = Promise.resolve()
+      .then(() => resolve(host))
+      .finally(() => pending.delete(host));
+    pending.set(host, started);
+    return started;
+  };
+}
 
 /**
  * Decides whether `host:port` may be reached under `grants`. A name is resolved here, on the
@@ -106,7 +127,7 @@ export async function decide(
   grants: readonly NetGrant[],
   target: Host,
   port: number,
-  resolve: Resolver = defaultResolver,
+  resolve: Resolver = systemResolver,
   ownAddresses: () => ReadonlySet<string> = hostAddresses,
 ): Promise<Decision> {
   // A grant naming the IP wins over `*` listed before it: it is the user's word for that address.

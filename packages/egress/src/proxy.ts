@@ -3,7 +3,14 @@ import { connect, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type BoundSecret, type Host, hostText, type SandboxEvent } from '@mcpsandbox/core';
 import { CONNECT_TIMEOUT, failureCode, INVALID_HOST } from './egress.js';
-import { type Decision, decide, type NetGrant, type Resolver } from './grants.js';
+import {
+  type Decision,
+  decide,
+  type NetGrant,
+  type Resolver,
+  sharedLookups,
+  systemResolver,
+} from './grants.js';
 import { forwardRequestHeaders, parseAuthority, parseProxyUrl, upstreamReply } from './proxy-http.js';
 import type { SessionCa } from './secrets/ca.js';
 import { StandInWatch } from './secrets/watch.js';
@@ -42,9 +49,11 @@ export class EgressProxy {
   readonly #sockets = new Set<Duplex>();
   readonly #listeners = new Set<NetServer>();
   readonly #watch: StandInWatch | undefined;
+  readonly #resolve: Resolver;
 
   constructor(options: EgressProxyOptions) {
     this.#options = options;
+    this.#resolve = sharedLookups(options.resolve ?? systemResolver);
     this.#watch = options.secrets
       ? new StandInWatch(options.secrets.bound, (event) => this.#event(event))
       : undefined;
@@ -148,7 +157,7 @@ export class EgressProxy {
     }
     const { host, port } = authority.value;
     const shown = `${hostText(host)}:${port}`;
-    const decision = await decide(this.#options.grants, host, port, this.#options.resolve);
+    const decision = await decide(this.#options.grants, host, port, this.#resolve);
     this.#report('CONNECT', host, port, decision);
     if (!decision.allow) {
       refuse(socket, 403, `mcp-sandbox: egress to ${shown} refused: ${decision.reason}`);
@@ -215,7 +224,7 @@ export class EgressProxy {
     // A stand-in in plain HTTP is never replaced (the wire is readable by anyone on the way).
     this.#watch?.check(`${String(req.url)}\n${req.rawHeaders.join('\n')}`, 'plain-http');
     const shown = `${hostText(host)}:${port}`;
-    const decision = await decide(this.#options.grants, host, port, this.#options.resolve);
+    const decision = await decide(this.#options.grants, host, port, this.#resolve);
     this.#report(method, host, port, decision);
     if (!decision.allow) {
       failReply(res, 403, `mcp-sandbox: egress to ${shown} refused: ${decision.reason}`);

@@ -2,7 +2,7 @@ import { connect, type Server as NetServer, type Socket } from 'node:net';
 import type { SandboxEvent } from '@mcpsandbox/core';
 import { CONNECT_TIMEOUT, failureCode, type SyntheticNames } from './egress.js';
 import type { NetGrant } from './grants.js';
-import { decide, type Resolver } from './grants.js';
+import { decide, type Resolver, sharedLookups, systemResolver } from './grants.js';
 import type { SecretRouting } from './proxy.js';
 
 /** Opens the upstream connection to a checked address (tests point it at a local server). */
@@ -30,9 +30,11 @@ export class TransparentEgress {
   readonly #options: TransparentEgressOptions;
   readonly #listeners = new Set<NetServer>();
   readonly #sockets = new Set<Socket>();
+  readonly #resolve: Resolver;
 
   constructor(options: TransparentEgressOptions) {
     this.#options = options;
+    this.#resolve = sharedLookups(options.resolve ?? systemResolver);
   }
 
   attach(listener: NetServer): void {
@@ -67,9 +69,9 @@ export class TransparentEgress {
       socket.destroy();
       return;
     }
-    const { grants, onEvent, resolve } = this.#options;
+    const { grants, onEvent } = this.#options;
     // The table holds only names the DNS responder parsed: what is decided is what is resolved.
-    const decision = await decide(grants, { kind: 'name', value: name }, port, resolve);
+    const decision = await decide(grants, { kind: 'name', value: name }, port, this.#resolve);
     onEvent?.({
       type: 'proxy',
       decision: decision.allow ? 'allow' : 'deny',

@@ -52,7 +52,12 @@ export { HostFsError };
 
 /** Counts each entry a walk meets and throws past its limit (tree-usage.ts's TreeCounter). */
 export interface EntryCounter {
-  add(stat: { readonly size: number }): void;
+  add(stat: {
+    readonly size: number;
+    readonly nlink?: number;
+    readonly ino?: number;
+    readonly dev?: number;
+  }): void;
 }
 
 /** `O_PATH` (not in Node's constants): the same value on x86_64, arm64 and riscv64, the arches we support. */

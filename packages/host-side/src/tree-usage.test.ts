@@ -3,7 +3,16 @@
  * follow no link, open no file, and refuse what they cannot count.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -36,6 +45,18 @@ function manyFiles(path: string, count: number): void {
 }
 
 describe('measureTree', () => {
+  it("counts a file's bytes once however many links it has (an install linked out of its own cache)", () => {
+    mkdirSync(join(tree, 'cache'));
+    mkdirSync(join(tree, 'venv'));
+    writeFileSync(join(tree, 'cache', 'big'), Buffer.alloc(1024 * 1024));
+    for (let i = 0; i < 9; i++) linkSync(join(tree, 'cache', 'big'), join(tree, 'venv', `big-${i}`));
+    // Ten names, one file of 1 MiB on the disk: under a 2 MiB limit; every name still counts as an entry.
+    const measured = measureTree(dir, { files: 1000, bytes: 2 * 1024 * 1024 });
+    expect(measured).toMatchObject({ files: 12 });
+    expect(typeof measured === 'object' && measured.bytes).toBeLessThan(2 * 1024 * 1024);
+    expect(measureTree(dir, { files: 11, bytes: 2 ** 40 })).toBe('files');
+  });
+
   it('counts every entry and its apparent size; follows no link out of the tree', () => {
     const outside = join(base, 'outside');
     mkdirSync(outside);

@@ -24,21 +24,29 @@ export const MAX_TREE_DEPTH = 200;
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 
 /**
- * Counts inodes and their apparent size (a sparse file counts at its full length: copied, it
- * may become that large). Throws what `over` returns at the first entry past the limit.
+ * Counts entries and their apparent size (a sparse file counts at its full length: copied, it
+ * may become that large); a file with several links, its bytes once (an install that links its
+ * files out of its own cache uses the disk once). Throws what `over` returns at the first entry
+ * past the limit.
  */
 export class TreeCounter {
   files = 0;
   bytes = 0;
+  /** Inodes with more than one link already counted: at most one per entry counted. */
+  readonly #linked = new Set<string>();
 
   constructor(
     readonly limit: TreeLimit,
     private readonly over: (what: TreeOver) => Error,
   ) {}
 
-  add(stat: Pick<Stats, 'size'>): void {
+  add(stat: Pick<Stats, 'size'> & Partial<Pick<Stats, 'nlink' | 'ino' | 'dev'>>): void {
     this.files += 1;
-    this.bytes += stat.size;
+    const { nlink, ino, dev } = stat;
+    const again = nlink !== undefined && nlink > 1 && ino !== undefined && dev !== undefined;
+    const key = again ? `${dev}:${ino}` : '';
+    if (!again || !this.#linked.has(key)) this.bytes += stat.size;
+    if (again) this.#linked.add(key);
     if (this.files > this.limit.files) throw this.over('files');
     if (this.bytes > this.limit.bytes) throw this.over('bytes');
   }

@@ -35,11 +35,13 @@ import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { runStep } from './npx/steps.js';
 import type { NpxDeps } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
+import { PythonTooOldError, uvFailure } from './uvx/failure.js';
 import { parsePythonIndex, userPythonIndex } from './uvx/index-config.js';
-import { managedPythons, type PythonNeed, satisfies } from './uvx/managed-pythons.js';
-import { hashMismatch, parseCompiled, requirementsText, uvCause } from './uvx/resolved.js';
+import { managedPythons, satisfies } from './uvx/managed-pythons.js';
+import { parseCompiled, requirementsText } from './uvx/resolved.js';
 import { parseUvxCommand, type UvxCommand } from './uvx/spec.js';
-import { findUvTools, pythonNeeded, pythonRequirement, type UvTools, withPython } from './uvx/tools.js';
+import { dropStepCache, stepCacheEnv } from './uvx/step-cache.js';
+import { findUvTools, type UvTools, withPython } from './uvx/tools.js';
 import type { Bind } from './view.js';
 
 export { DEFAULT_PYTHON_INDEX, type PythonIndex, userPythonIndex } from './uvx/index-config.js';
@@ -302,6 +304,7 @@ async function install(
     const venvPython = ['--python', `${inside}/venv/bin/python`];
     const exact = ['--require-hashes', '--no-deps', '--quiet', '-r', `${SANDBOX_UV_INPUT}/requirements.txt`];
     await step(['uv', 'pip', 'install', ...common.slice(0, 3), ...venvPython, ...exact], 'installing');
+    dropStepCache(prefix);
     const entry = { requirement: parsed.requirement, index, bin: parsed.bin, digest: digestOf(dists) };
     return publish(root, key, stagingName, { staging, prefix, guard }, entry, deps.runAs);
   } catch (error) {
@@ -330,7 +333,8 @@ interface StepContext {
 /**
  * Runs one uv command of the install in the sandbox: the prefix read-write and the host's
  * inputs read-only, egress to the index alone, uv's own settings only from here (no config
- * file, no Python download, no shared cache), and no variable but `--install-env`'s.
+ * file, no Python download, a cache of this install's own inside the prefix, never the user's),
+ * and no variable but `--install-env`'s.
  */
 function stepRunner(
   c: StepContext,
@@ -347,8 +351,7 @@ function stepRunner(
     ...deps.cache.installEnv,
     UV_NO_CONFIG: '1',
     UV_PYTHON_DOWNLOADS: 'never',
-    UV_NO_CACHE: '1',
-    UV_LINK_MODE: 'copy',
+    ...stepCacheEnv(c.inside),
   };
   const report = new InstallReport();
   const network = { allow: [...c.grants] };
@@ -486,7 +489,6 @@ function publish(
   }
   writeUsage(staging, counter);
   writeFileAt(staging, MARKER, `${JSON.stringify(entry)}\n`);
-  unlinkSync(at(staging.fd, OWNER));
   fchmodSync(staging.fd, 0o755);
   try {
     renameAt(root, stagingName, key);
@@ -496,53 +498,12 @@ function publish(
     removeAt(root, stagingName);
     return theirs;
   }
+  // The owner file goes only after the rename: a start waiting for this install sees its owned
+  // staging directory or the entry, never neither (then it would install the same again).
+  try {
+    unlinkSync(at(staging.fd, OWNER));
+  } catch {
+    // left in the entry, where nothing reads it
+  }
   return entry;
-}
-
-/** uv's own cause first: a changed pinned artifact, a Python too old, else uv's last lines. */
-function uvFailure(
-  parsed: UvxCommand,
-  what: string,
-  status: { readonly code: number | null; readonly signal: string | null },
-  report: InstallReport,
-  tools: UvTools,
-  pinned: boolean,
-  granted: readonly string[],
-): Error {
-  const said = report.npmSaid(12).join('\n');
-  const changed = pinned ? hashMismatch(said) : undefined;
-  if (changed) {
-    return new PinChangedError(
-      `the index serves a different artifact for ${changed} than the pin of ${parsed.requirement} records: refusing it. ` +
-        'If you trust the change, remove its pin from the pin lock and start again',
-    );
-  }
-  const python = pythonNeeded(said, tools.pythonVersion);
-  const cause = python ?? uvCause(said);
-  const lines = [
-    `${what} ${parsed.requirement} failed${cause ? `: ${cause}` : ''} (uv exited ${status.code ?? status.signal})`,
-  ];
-  // Hosts the build tried and was refused, less those granted already (the index, --install-allow-net).
-  const { grants } = report.hosts(granted);
-  if (grants.length > 0) {
-    lines.push(
-      `the install tried hosts it may not reach: ${grants.join(', ')}; if the build needs them, ` +
-        `start with ${grants.map((grant) => `--install-allow-net ${grant}`).join(' ')}`,
-    );
-  }
-  if (said) lines.push('uv said:', ...said.split('\n').map((line) => `  ${line}`));
-  const need = pythonRequirement(said);
-  if (need) return new PythonTooOldError(lines.join('\n'), status.code, need);
-  return new SetupFailedError(lines.join('\n'), status.code);
-}
-
-/** The package's `requires-python` refuses the Python the environment was made with. */
-class PythonTooOldError extends SetupFailedError {
-  constructor(
-    message: string,
-    exitCode: number | null,
-    readonly need: PythonNeed,
-  ) {
-    super(message, exitCode);
-  }
 }

@@ -1,0 +1,87 @@
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { closeDir, type OpenDir, openOwnedDir } from '../host-fs.js';
+import { dropStepCache, STEP_CACHE, stepCacheEnv } from './step-cache.js';
+
+let base: string;
+let prefix: string;
+let outside: string;
+let dir: OpenDir;
+
+beforeEach(() => {
+  base = mkdtempSync(join(tmpdir(), 'mcpsandbox-stepcache-'));
+  prefix = join(base, 'pkg');
+  outside = join(base, 'outside');
+  mkdirSync(join(prefix, 'venv', 'lib'), { recursive: true });
+  mkdirSync(outside);
+  writeFileSync(join(outside, 'victim'), 'host data', { mode: 0o644 });
+  writeFileSync(join(outside, 'other'), 'more host data', { mode: 0o644 });
+  dir = openOwnedDir(prefix);
+});
+
+afterEach(() => {
+  closeDir(dir);
+  execFileSync('chmod', ['-R', 'u+rwx', base]);
+  rmSync(base, { recursive: true, force: true });
+});
+
+describe("an install's own uv cache", () => {
+  it('lives inside the prefix the steps write, and installs by hard links out of it', () => {
+    expect(stepCacheEnv('/run/mcp-sandbox/uv/k')).toEqual({
+      UV_CACHE_DIR: `/run/mcp-sandbox/uv/k/${STEP_CACHE}`,
+      UV_LINK_MODE: 'hardlink',
+    });
+  });
+
+  it('is removed without following what the sandbox planted in it; linked files keep their data', () => {
+    const cache = join(prefix, STEP_CACHE);
+    mkdirSync(join(cache, 'archive-v0', 'x'), { recursive: true });
+    // A file of the environment linked to one in the cache, as uv's hardlink mode leaves it.
+    writeFileSync(join(cache, 'archive-v0', 'x', 'mod.py'), 'print(1)\n');
+    linkSync(join(cache, 'archive-v0', 'x', 'mod.py'), join(prefix, 'venv', 'lib', 'mod.py'));
+    // What a build script can plant: links to host paths, a FIFO, a directory it locked.
+    symlinkSync(join(outside, 'victim'), join(cache, 'link'));
+    symlinkSync(outside, join(cache, 'dirlink'));
+    execFileSync('mkfifo', [join(cache, 'fifo')]);
+    mkdirSync(join(cache, 'locked'));
+    symlinkSync(outside, join(cache, 'locked', 'dirlink'));
+    writeFileSync(join(cache, 'locked', 'f'), 'x');
+    chmodSync(join(cache, 'locked'), 0o500);
+    dropStepCache(dir);
+    expect(existsSync(cache)).toBe(false);
+    expect(readdirSync(outside).sort()).toEqual(['other', 'victim']);
+    expect(readFileSync(join(outside, 'victim'), 'utf8')).toBe('host data');
+    expect(lstatSync(join(outside, 'victim')).mode & 0o777).toBe(0o644);
+    const linked = lstatSync(join(prefix, 'venv', 'lib', 'mod.py'));
+    expect(linked.nlink).toBe(1);
+    expect(readFileSync(join(prefix, 'venv', 'lib', 'mod.py'), 'utf8')).toBe('print(1)\n');
+    expect(readdirSync(prefix)).toEqual(['venv']);
+  });
+
+  it('when the cache is itself a link to a host directory, removes the link and nothing it points at', () => {
+    symlinkSync(outside, join(prefix, STEP_CACHE));
+    dropStepCache(dir);
+    expect(existsSync(join(prefix, STEP_CACHE))).toBe(false);
+    expect(readdirSync(outside).sort()).toEqual(['other', 'victim']);
+  });
+
+  it('does nothing when the steps made no cache', () => {
+    dropStepCache(dir);
+    expect(readdirSync(prefix)).toEqual(['venv']);
+  });
+});
