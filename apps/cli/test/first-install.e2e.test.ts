@@ -364,14 +364,22 @@ describe('first installs of packages that build at install time (local backend)'
       }
       expect(stderr).toContain('installing slow-server@1.0.0');
       expect(stderr).toContain('goes on if the client gives up');
-      const ls = await cli(['ls']);
-      expect(ls.stdout).toMatch(/installs in progress.*\n {2}slow-server@1\.0\.0 {2}since \S+, process \d+/);
-      const doctor = await cli(['doctor']);
-      expect(doctor.stdout).toMatch(
-        new RegExp(
-          `sandbox install cache.*${join(home, 'cache', 'mcp-sandbox', 'npm')} \\(.*, 0 entries\\); installing now: slow-server@1\\.0\\.0`,
-        ),
+      // The background worker records itself a moment after that line (its own process starts
+      // first): ls and doctor are asked until they show it, within a bound.
+      const shows = async (args: string[], pattern: RegExp) => {
+        let said = '';
+        for (let i = 0; i < 50 && !pattern.test(said); i++) {
+          if (i > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+          said = (await cli(args)).stdout;
+        }
+        return said;
+      };
+      const inProgress = /installs in progress.*\n {2}slow-server@1\.0\.0 {2}since \S+, process \d+/;
+      expect(await shows(['ls'], inProgress)).toMatch(inProgress);
+      const installing = new RegExp(
+        `sandbox install cache.*${join(home, 'cache', 'mcp-sandbox', 'npm')} \\(.*, 0 entries\\); installing now: slow-server@1\\.0\\.0`,
       );
+      expect(await shows(['doctor'], installing)).toMatch(installing);
       // The client gives up; the install goes on and finishes once the gate opens.
       first.kill('SIGKILL');
       await exited;

@@ -409,7 +409,6 @@ function publish(
   writeUsage(staging, counter);
   // The marker goes next to pkg/, in the staging directory the sandbox never saw.
   writeFileAt(staging, MARKER, `${JSON.stringify(installed)}\n`);
-  unlinkSync(at(staging.fd, OWNER));
   unlinkSync(at(staging.fd, INSTALLING));
   fchmodSync(staging.fd, 0o755);
   try {
@@ -420,6 +419,13 @@ function publish(
     if (!theirs) throw error;
     removeAt(root, stagingName);
     return theirs;
+  }
+  // The owner file goes only after the rename: a start waiting for this install sees its owned
+  // staging directory or the entry, never neither (then it would install the same again).
+  try {
+    unlinkSync(at(staging.fd, OWNER));
+  } catch {
+    // left in the entry, where nothing reads it
   }
   return installed;
 }
