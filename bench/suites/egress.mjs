@@ -201,7 +201,7 @@ const once = (host) => new Promise((done, fail) => {
  * TLS request loads its trust store either way), medians over `sessions`; then, in the first
  * session, bound vs unbound `rounds` times.
  */
-async function measureSecret(require, hooks, caFile, rounds, sessions = 10) {
+async function measureSecret(require, hooks, caFile, rounds, sessions = 20) {
   const { createLocalBackend } = await import(
     pathToFileURL(require.resolve('@mcpsandbox/backend-local')).href
   );

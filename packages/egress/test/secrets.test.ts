@@ -293,6 +293,36 @@ describe('--secret attacks', () => {
     expect(warnings.join('\n')).toContain('for such a server pass the variable with --env instead');
   });
 
+  it('an upstream this host does not trust (a machine in the middle) never gets the real value', async () => {
+    reset();
+    const failures: SandboxEvent[] = [];
+    // The proxy of a real session: no test CA for upstreams, only this host's own trust.
+    const strict = new EgressProxy({
+      grants: [parseGrant('api.example.test')],
+      resolve: async () => ['93.184.216.34'],
+      dial: (_address, port) => connect({ host: '127.0.0.1', port }),
+      onEvent: (event) => failures.push(event),
+      secrets: { bound: [SECRET], ca: sessionCa },
+    });
+    const listener = (await import('node:net')).createServer();
+    strict.attach(listener);
+    const saved = ports.proxy;
+    ports.proxy = await listen(listener);
+    try {
+      const reply = await viaTunnel(
+        API,
+        ports.api,
+        get(API, ports.api, `Authorization: Bearer ${STAND}\r\n`),
+        sessionCa.pem,
+      );
+      expect(reply).not.toMatch(/^HTTP\/1\.1 200/);
+    } finally {
+      ports.proxy = saved;
+    }
+    expect(seen.api).toEqual([]);
+    expect(failures.map((event) => event.type)).toContain('egress-failed');
+  });
+
   it('an ungranted host is refused', async () => {
     reset();
     expect(

@@ -8,7 +8,7 @@
 import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { TLSSocket, connect as tlsConnect } from 'node:tls';
+import { createSecureContext, type SecureContext, TLSSocket, connect as tlsConnect } from 'node:tls';
 import type { BoundSecret, HostName, SandboxEvent } from '@mcpsandbox/core';
 import { upstreamReply } from '../proxy-http.js';
 import type { SessionCa } from './ca.js';
@@ -30,6 +30,24 @@ export interface InterceptOptions {
 }
 
 const IDLE_MS = 120_000;
+
+/**
+ * The trust the proxy verifies upstreams with, built once per trust (loading the root store is
+ * the costliest part of a first TLS connection): the host's default, or the tests' CA.
+ */
+const upstreamContexts = new Map<string | readonly string[] | undefined, SecureContext>();
+
+/** The upstream trust for `ca`, made now if it is not yet (a session prepares it at start). */
+export function upstreamContext(ca?: string | readonly string[]): SecureContext {
+  let context = upstreamContexts.get(ca);
+  if (context === undefined) {
+    context = createSecureContext(ca ? { ca: ca as string[] } : {});
+    // One trust in use, in practice; a process that is handed many (tests) keeps a few.
+    if (upstreamContexts.size >= 8) upstreamContexts.clear();
+    upstreamContexts.set(ca, context);
+  }
+  return context;
+}
 /** Request headers the proxy sets itself or drops (hop-by-hop, framing, encodings it could not search). */
 const DROPPED = new Set([
   'connection',
@@ -176,7 +194,7 @@ function relay(
         : { host: o.address, port: o.port, noDelay: true }),
       servername: o.host,
       ALPNProtocols: ['http/1.1'],
-      ...(o.upstreamCa ? { ca: o.upstreamCa as string[] } : {}),
+      secureContext: upstreamContext(o.upstreamCa),
     });
     const upstream = httpRequest({
       method,

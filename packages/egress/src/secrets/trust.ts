@@ -50,7 +50,9 @@ export async function writeSecretTrust(options: SecretTrustOptions): Promise<Sec
   const ca = await SessionCa.create(hosts);
   // While the server starts: the bound hosts' leaves, and the code their first connection runs.
   ca.prepare();
-  import('./intercept.js').catch(() => undefined);
+  import('./intercept.js')
+    .then((intercept) => intercept.upstreamContext(options.upstreamCa))
+    .catch(() => undefined);
   // Not recursive: a directory that exists already was not made by this session.
   mkdirSync(dir, { mode: 0o755 });
   chmodSync(dir, 0o755);
