@@ -260,6 +260,10 @@ describe('uvx install step (local)', () => {
       );
     });
     expect(entry).toBeDefined();
+    // The cache was set aside beside the environment and is removed after the start has its answer.
+    const setAside = join(uvRoot, entry as string, 'dropped-uv-cache');
+    for (let i = 0; i < 100 && existsSync(setAside); i++) await new Promise((done) => setTimeout(done, 100));
+    expect(existsSync(setAside)).toBe(false);
     const pkg = join(uvRoot, entry as string, 'pkg');
     expect(readdirSync(pkg).sort()).toEqual(['resolved.txt', 'venv']);
     const odd: string[] = [];

@@ -31,6 +31,11 @@ export interface LocalBackendOptions extends BackendFactoryOptions {
   readonly pinnedIntegrity?: string;
   /** The install worker: the Python index its start chose for a uvx install. */
   readonly pythonIndex?: string;
+  /**
+   * The install worker: where an install hands what can wait until its start has the answer
+   * (removing a uvx install's own cache); without it, that runs before the install returns.
+   */
+  readonly deferTidying?: (task: () => void) => void;
   /** The install worker: host paths the asking session mounts read-write (never the npm cache). */
   readonly sessionWritable?: readonly string[];
   /** Replaces the start-up probe (diagnostics and tests). */

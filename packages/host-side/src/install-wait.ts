@@ -35,7 +35,12 @@ export async function awaitInstallWorker(
     options.signal?.throwIfAborted();
     throw new SandboxFailureError('the start was abandoned', { code: 'E_PREPARE' });
   }
-  await forward;
+  // The worker writes its output before its result, then tidies up (and may write nothing more):
+  // what is still in the pipe is taken, and then this start stops listening.
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([forward, new Promise((resolve) => (timer = setTimeout(resolve, 250)))]);
+  clearTimeout(timer);
+  worker.detach();
   // The worker's own words, passed on where this start's user sees them (bounded, escaped).
   for (const note of Array.isArray(result.notes) ? result.notes.slice(0, 32) : []) {
     if (typeof note === 'string') say(escapeControls(note.slice(0, 500)));

@@ -40,7 +40,7 @@ import { parsePythonIndex, userPythonIndex } from './uvx/index-config.js';
 import { managedPythons, satisfies } from './uvx/managed-pythons.js';
 import { parseCompiled, requirementsText } from './uvx/resolved.js';
 import { parseUvxCommand, type UvxCommand } from './uvx/spec.js';
-import { dropStepCache, stepCacheEnv } from './uvx/step-cache.js';
+import { removeSetAside, setStepCacheAside, stepCacheEnv } from './uvx/step-cache.js';
 import { findUvTools, type UvTools, withPython } from './uvx/tools.js';
 import type { Bind } from './view.js';
 
@@ -72,6 +72,11 @@ export interface UvxDeps extends Omit<NpxDeps, 'pin' | 'background'> {
    * worker itself installs in its own process (no `background`).
    */
   readonly background?: (job: UvxJob) => StartedWorker;
+  /**
+   * Runs a tidying task once the start waiting for this install has its answer (the install
+   * worker hands it its own queue); without it, the task runs at once.
+   */
+  readonly later?: (task: () => void) => void;
 }
 
 export interface PreparedUvx {
@@ -304,9 +309,13 @@ async function install(
     const venvPython = ['--python', `${inside}/venv/bin/python`];
     const exact = ['--require-hashes', '--no-deps', '--quiet', '-r', `${SANDBOX_UV_INPUT}/requirements.txt`];
     await step(['uv', 'pip', 'install', ...common.slice(0, 3), ...venvPython, ...exact], 'installing');
-    dropStepCache(prefix);
+    setStepCacheAside(prefix, staging);
     const entry = { requirement: parsed.requirement, index, bin: parsed.bin, digest: digestOf(dists) };
-    return publish(root, key, stagingName, { staging, prefix, guard }, entry, deps.runAs);
+    const published = publish(root, key, stagingName, { staging, prefix, guard }, entry, deps.runAs);
+    const tidy = () => removeSetAside(deps.uvCacheRoot, key);
+    if (deps.later) deps.later(tidy);
+    else tidy();
+    return published;
   } catch (error) {
     try {
       removeAt(root, stagingName, undefined, { last: OWNER });

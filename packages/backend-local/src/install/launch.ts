@@ -31,10 +31,15 @@ export function startInstallWorker(
   child.stdin.on('error', () => {});
   child.stdin.end(JSON.stringify(job));
   let out = '';
+  let answered: ((result: InstallResult) => void) | undefined;
   child.stdout.on('data', (chunk: Buffer) => {
     if (out.length < MAX_RESULT_BYTES) out += chunk.toString('utf8');
+    // The result is one line, written before the worker tidies up: taken as soon as it is whole.
+    const said = out.includes('\n') ? parseResult(out) : undefined;
+    if (said) answered?.(said);
   });
   const result = new Promise<InstallResult>((resolve) => {
+    answered = resolve;
     child.on('error', (error) =>
       resolve({ ok: false, code: 'E_PREPARE', message: `could not start the install: ${error.message}` }),
     );

@@ -83,6 +83,7 @@ export async function prepareCommand(
     uvCacheRoot: uvCacheRoot(npm.cacheRoot),
     lockFile: defaultPinLockFile(context.config.hostEnv, context.config.hostHome),
     ...(context.config.pythonIndex ? { index: context.config.pythonIndex } : {}),
+    ...(context.config.deferTidying ? { later: context.config.deferTidying } : {}),
     ...(worker
       ? {
           background: (job: UvxJob) =>

@@ -168,6 +168,7 @@ export function sandboxConfig(
     inlineInstall: options.inlineInstall === true,
     ...(options.pinnedIntegrity ? { pinnedIntegrity: options.pinnedIntegrity } : {}),
     ...(options.pythonIndex ? { pythonIndex: options.pythonIndex } : {}),
+    ...(options.deferTidying ? { deferTidying: options.deferTidying } : {}),
     ...(options.runAsWhenRoot ? { runAsWhenRoot: options.runAsWhenRoot } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
     ...(options.dial ? { dial: options.dial } : {}),
@@ -235,6 +236,8 @@ export interface SandboxConfig {
   readonly inlineInstall: boolean;
   /** The install worker: the integrity its start pinned, which the install must have. */
   readonly pinnedIntegrity?: string;
+  /** The install worker: where tidying that can wait goes (see LocalBackendOptions). */
+  readonly deferTidying?: (task: () => void) => void;
   /** The install worker: the Python index its start chose. */
   readonly pythonIndex?: string;
   readonly runAsWhenRoot?: { readonly uid: number; readonly gid: number };

@@ -1,4 +1,5 @@
-import { type OpenDir, removeAt } from '../host-fs.js';
+import { renameSync } from 'node:fs';
+import { at, closeDir, HostFsError, type OpenDir, openDirAt, openOwnedDir, removeAt } from '../host-fs.js';
 
 /**
  * uv's cache for one install: a directory inside the staging prefix the install's steps already
@@ -11,6 +12,44 @@ export const STEP_CACHE = '.uv-cache';
 /** uv's settings for the steps: the cache inside the prefix, files hard-linked out of it. */
 export function stepCacheEnv(inside: string): Record<string, string> {
   return { UV_CACHE_DIR: `${inside}/${STEP_CACHE}`, UV_LINK_MODE: 'hardlink' };
+}
+
+/** Where the cache goes once the steps are done: beside the environment, never inside it. */
+export const SET_ASIDE = 'dropped-uv-cache';
+
+/**
+ * Moves the install's cache out of the prefix once no step runs any more, in one rename that
+ * follows nothing (a link planted in its place moves as a link), into the staging directory the
+ * sandbox never saw: the environment is sealed and published without it, and it is removed
+ * after (see {@link removeSetAside}), while the server starts. Nothing there is ever bound into
+ * a sandbox.
+ */
+export function setStepCacheAside(prefix: OpenDir, staging: OpenDir): void {
+  try {
+    renameSync(at(prefix.fd, STEP_CACHE), at(staging.fd, SET_ASIDE));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new HostFsError('cannot move the install cache out of the environment', error);
+  }
+}
+
+/**
+ * Removes what {@link setStepCacheAside} put beside the published entry `key` of `uvCacheRoot`
+ * (see {@link dropStepCache} for how). Best effort: another start may be removing it too.
+ */
+export function removeSetAside(uvCacheRoot: string, key: string): void {
+  let root: OpenDir | undefined;
+  let entry: OpenDir | undefined;
+  try {
+    root = openOwnedDir(uvCacheRoot);
+    entry = openDirAt(root, key);
+    if (entry) removeAt(entry, SET_ASIDE);
+  } catch {
+    // left beside the entry, where nothing reads it; removed with the entry
+  } finally {
+    closeDir(entry);
+    closeDir(root);
+  }
 }
 
 /**
