@@ -8,6 +8,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -16,7 +17,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { closeDir, type OpenDir, openOwnedDir } from '../host-fs.js';
-import { dropStepCache, STEP_CACHE, stepCacheEnv } from './step-cache.js';
+import {
+  dropStepCache,
+  removeSetAside,
+  SET_ASIDE,
+  STEP_CACHE,
+  setStepCacheAside,
+  stepCacheEnv,
+} from './step-cache.js';
 
 let base: string;
 let prefix: string;
@@ -83,5 +91,71 @@ describe("an install's own uv cache", () => {
   it('does nothing when the steps made no cache', () => {
     dropStepCache(dir);
     expect(readdirSync(prefix)).toEqual(['venv']);
+  });
+
+  it('set aside: moved beside the environment in one rename, then removed from beside the published entry, following nothing', () => {
+    // The install cache root, a staging directory in it, the prefix (pkg) inside that.
+    const uvRoot = join(base, 'uv');
+    const staging = join(uvRoot, 'k.tmp-1');
+    mkdirSync(join(staging, 'pkg', 'venv', 'lib'), { recursive: true });
+    const cache = join(staging, 'pkg', STEP_CACHE);
+    mkdirSync(join(cache, 'archive-v0', 'x'), { recursive: true });
+    writeFileSync(join(cache, 'archive-v0', 'x', 'mod.py'), 'print(1)\n');
+    linkSync(join(cache, 'archive-v0', 'x', 'mod.py'), join(staging, 'pkg', 'venv', 'lib', 'mod.py'));
+    symlinkSync(join(outside, 'victim'), join(cache, 'link'));
+    symlinkSync(outside, join(cache, 'dirlink'));
+    execFileSync('mkfifo', [join(cache, 'fifo')]);
+    const stagingDir = openOwnedDir(staging);
+    const prefixDir = openOwnedDir(join(staging, 'pkg'));
+    try {
+      setStepCacheAside(prefixDir, stagingDir);
+    } finally {
+      closeDir(prefixDir);
+      closeDir(stagingDir);
+    }
+    expect(readdirSync(join(staging, 'pkg'))).toEqual(['venv']);
+    expect(readdirSync(staging).sort()).toEqual([SET_ASIDE, 'pkg'].sort());
+    renameSync(staging, join(uvRoot, 'k'));
+    removeSetAside(uvRoot, 'k');
+    expect(readdirSync(join(uvRoot, 'k'))).toEqual(['pkg']);
+    expect(readdirSync(outside).sort()).toEqual(['other', 'victim']);
+    expect(readFileSync(join(outside, 'victim'), 'utf8')).toBe('host data');
+    expect(lstatSync(join(uvRoot, 'k', 'pkg', 'venv', 'lib', 'mod.py')).nlink).toBe(1);
+  });
+
+  it('set aside: a cache that is a link to a host directory moves as a link and is removed as one', () => {
+    const uvRoot = join(base, 'uv');
+    const staging = join(uvRoot, 'k.tmp-2');
+    mkdirSync(join(staging, 'pkg'), { recursive: true });
+    symlinkSync(outside, join(staging, 'pkg', STEP_CACHE));
+    const stagingDir = openOwnedDir(staging);
+    const prefixDir = openOwnedDir(join(staging, 'pkg'));
+    try {
+      setStepCacheAside(prefixDir, stagingDir);
+    } finally {
+      closeDir(prefixDir);
+      closeDir(stagingDir);
+    }
+    expect(lstatSync(join(staging, SET_ASIDE)).isSymbolicLink()).toBe(true);
+    renameSync(staging, join(uvRoot, 'k'));
+    removeSetAside(uvRoot, 'k');
+    expect(existsSync(join(uvRoot, 'k', SET_ASIDE))).toBe(false);
+    expect(readdirSync(outside).sort()).toEqual(['other', 'victim']);
+  });
+
+  it('set aside: nothing to move when the steps made no cache; nothing to remove is no error', () => {
+    const uvRoot = join(base, 'uv');
+    mkdirSync(join(uvRoot, 'k', 'pkg'), { recursive: true });
+    const stagingDir = openOwnedDir(join(uvRoot, 'k'));
+    const prefixDir = openOwnedDir(join(uvRoot, 'k', 'pkg'));
+    try {
+      setStepCacheAside(prefixDir, stagingDir);
+    } finally {
+      closeDir(prefixDir);
+      closeDir(stagingDir);
+    }
+    removeSetAside(uvRoot, 'k');
+    removeSetAside(uvRoot, 'no-such-entry');
+    expect(readdirSync(join(uvRoot, 'k'))).toEqual(['pkg']);
   });
 });
