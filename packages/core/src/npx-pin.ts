@@ -3,9 +3,10 @@ import { SandboxError, UsageError } from './errors.js';
 import type { Logger } from './logger.js';
 import { PendingBytes } from './pending-bytes.js';
 import { type NpxPin, PIN_INTEGRITY, PIN_NAME, PIN_VERSION, readPinLock, updatePinLock } from './pin-lock.js';
-import { type RegistryAgent, registryTlsCa } from './registry-agent.js';
+import { type RegistryAgent, type RegistryTrust, registryTlsCa } from './registry-agent.js';
 
 export { type NpxPin, PIN_LOCK_VERSION, readPinLock } from './pin-lock.js';
+export type { RegistryTrust } from './registry-agent.js';
 
 /**
  * Pinned `npx -y` installs. A new version of a package people run with `npx -y` is how the
@@ -136,14 +137,6 @@ export async function resolveFromRegistry(
     integrity,
     ...(typeof published === 'string' && ISO_DATE.test(published) ? { published } : {}),
   };
-}
-
-/** The TLS trust npm itself would use for the registry (its cafile, NODE_EXTRA_CA_CERTS, strict-ssl). */
-export interface RegistryTrust {
-  /** PEM files trusted on top of Node's own roots. */
-  readonly caFiles?: readonly (string | undefined)[];
-  /** `false` only when npm's `strict-ssl` is off. */
-  readonly strictSsl?: boolean;
 }
 
 /**

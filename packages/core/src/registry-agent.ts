@@ -2,8 +2,15 @@ import type { LookupAddress } from 'node:dns';
 import { readFileSync } from 'node:fs';
 import type { Agent } from 'node:http';
 import type { LookupFunction } from 'node:net';
-import type { RegistryTrust } from './npx-pin.js';
 import { nodeUsesOtherRoots, registryCa } from './registry-ca.js';
+
+/** The TLS trust npm itself would use for the registry (its cafile, NODE_EXTRA_CA_CERTS, strict-ssl). */
+export interface RegistryTrust {
+  /** PEM files trusted on top of Node's own roots. */
+  readonly caFiles?: readonly (string | undefined)[];
+  /** `false` only when npm's `strict-ssl` is off. */
+  readonly strictSsl?: boolean;
+}
 
 /**
  * Many questions to one registry (an install's tarballs vouched one by one): the TLS trust is
