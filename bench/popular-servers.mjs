@@ -4,12 +4,12 @@
 // start with the user's npm cache already holding the package, and warm starts.
 // Needs the npm registry. Not part of `pnpm bench` (minutes of downloads): `node bench/popular-servers.mjs
 // [--set first|second] [--only a,b]`. Run it as root and as an ordinary user: root's installs run as 65534.
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { firstToolsList as firstToolsListShared } from './lib/first-tools-list.mjs';
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
 const BIN = join(ROOT, 'apps', 'cli', 'dist', 'bin.js');
@@ -85,51 +85,10 @@ const SERVERS = SETS[flags.set];
 const only = flags.only ? new Set(flags.only.split(',')) : undefined;
 const TIMEOUT_MS = Number(flags.timeout) * 1000;
 
-const INIT = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"survey","version":"1"}}}\n`;
-const INITIALIZED = `{"jsonrpc":"2.0","method":"notifications/initialized"}\n`;
-const LIST = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n`;
-
-/** Spawns argv, speaks initialize + tools/list, resolves with the tool count and the time to it. */
-function firstToolsList(argv, env) {
-  return new Promise((done) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(argv[0], argv.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let buffer = '';
-    let stderr = '';
-    const finish = (result) => {
-      clearTimeout(timer);
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 3000).unref();
-      done({ ...result, stderr: stderr.slice(-600) });
-    };
-    const timer = setTimeout(() => finish({ error: 'timeout' }), TIMEOUT_MS);
-    child.stderr.on('data', (chunk) => {
-      stderr = (stderr + chunk).slice(-4000);
-    });
-    child.on('exit', (code) => finish({ error: `exited ${code}` }));
-    child.stdin.on('error', () => undefined);
-    child.stdout.on('data', (chunk) => {
-      buffer += chunk;
-      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        let message;
-        try {
-          message = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        if (message.id === 1) child.stdin.write(INITIALIZED + LIST);
-        if (message.id === 2) {
-          const ms = Number(process.hrtime.bigint() - started) / 1e6;
-          finish(
-            message.result ? { tools: message.result.tools.length, ms } : { error: 'tools/list failed' },
-          );
-        }
-      }
-    });
-    child.stdin.write(INIT);
-  });
+/** One start: the tool count and the time to the tools/list answer (the shared survey client). */
+async function firstToolsList(argv, env) {
+  const result = await firstToolsListShared(argv, { env, timeoutMs: TIMEOUT_MS });
+  return result.error ? result : { ...result, tools: result.tools.length };
 }
 
 function npxArgs(server, dir) {

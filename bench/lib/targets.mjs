@@ -65,8 +65,8 @@ export function withTimeout(promise, ms, what) {
 }
 
 /** Starts `argv` and waits for its answer to `initialize`. Kills it and throws on failure. */
-export async function startSession(argv, { timeoutMs = 20_000, cwd } = {}) {
-  const client = new RawClient(argv, cwd ? { cwd } : {});
+export async function startSession(argv, { timeoutMs = 20_000, cwd, env } = {}) {
+  const client = new RawClient(argv, { ...(cwd ? { cwd } : {}), ...(env ? { env } : {}) });
   try {
     await withTimeout(
       Promise.race([
@@ -86,4 +86,12 @@ export async function startSession(argv, { timeoutMs = 20_000, cwd } = {}) {
     throw new Error(`${error.message}${tail ? `: ${tail}` : ''}`);
   }
   return client;
+}
+
+/** Milliseconds from spawning `argv` to its answer to `initialize`; the process is then closed. */
+export async function timeToInitialize(argv, options = {}) {
+  const client = await startSession(argv, options);
+  const ms = Number(process.hrtime.bigint() - client.spawnedAt) / 1e6;
+  await client.close(3_000);
+  return ms;
 }

@@ -1,31 +1,8 @@
 // Cold start: from spawn() to the answer to `initialize`, sent at once. Runs alternate between
 // targets so a drifting machine affects each the same.
 import { readFileSync } from 'node:fs';
-import { initializeRequest, RawClient } from '../lib/client.mjs';
 import { median, round } from '../lib/stats.mjs';
-import { tempTrace, withTimeout } from '../lib/targets.mjs';
-
-async function oneStart(argv, cwd, timeoutMs) {
-  const client = new RawClient(argv, cwd ? { cwd } : {});
-  try {
-    await withTimeout(
-      Promise.race([
-        client.call(0, initializeRequest(0)),
-        client.exited.then((status) => {
-          throw new Error(`exited (code ${status.code}, signal ${status.signal}) before answering`);
-        }),
-      ]),
-      timeoutMs,
-      'first response',
-    );
-    return Number(process.hrtime.bigint() - client.spawnedAt) / 1e6;
-  } catch (error) {
-    const tail = client.stderrTail.trim().split('\n').slice(-2).join(' / ');
-    throw new Error(`${error.message}${tail ? `: ${tail}` : ''}`);
-  } finally {
-    await client.close(3_000);
-  }
-}
+import { tempTrace, timeToInitialize } from '../lib/targets.mjs';
 
 /**
  * `cases`: [{ key, argv, cwd?, runs? }]. One untimed start each first (it warms caches, and a
@@ -36,7 +13,7 @@ export async function measureColdStarts(cases, { runs, timeoutMs = 30_000, warmT
   const live = [];
   for (const c of cases) {
     try {
-      await oneStart(c.argv, c.cwd, warmTimeoutMs);
+      await timeToInitialize(c.argv, { cwd: c.cwd, timeoutMs: warmTimeoutMs });
       live.push(c);
       results[c.key] = { samplesMs: [] };
     } catch (error) {
@@ -48,7 +25,7 @@ export async function measureColdStarts(cases, { runs, timeoutMs = 30_000, warmT
       if (i >= (c.runs ?? runs)) continue;
       const entry = results[c.key];
       try {
-        entry.samplesMs.push(round(await oneStart(c.argv, c.cwd, timeoutMs), 2));
+        entry.samplesMs.push(round(await timeToInitialize(c.argv, { cwd: c.cwd, timeoutMs }), 2));
       } catch (error) {
         // A start that fails is counted, not timed; the case is dropped only if none succeeds.
         entry.failures = [...(entry.failures ?? []), error.message];
@@ -89,7 +66,7 @@ async function phases(c, timeoutMs) {
     const trace = tempTrace();
     try {
       const spawnedAt = Date.now();
-      await oneStart(c.traced(trace.path), c.cwd, timeoutMs);
+      await timeToInitialize(c.traced(trace.path), { cwd: c.cwd, timeoutMs });
       const first = {};
       for (const line of readFileSync(trace.path, 'utf8').split('\n')) {
         if (line === '') continue;

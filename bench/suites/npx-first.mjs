@@ -6,31 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { initializeRequest, RawClient } from '../lib/client.mjs';
 import { median, round } from '../lib/stats.mjs';
-import { withTimeout } from '../lib/targets.mjs';
-
-async function firstStart(argv, { cwd, env, timeoutMs }) {
-  const client = new RawClient(argv, { cwd, env });
-  try {
-    await withTimeout(
-      Promise.race([
-        client.call(0, initializeRequest(0)),
-        client.exited.then((s) => {
-          throw new Error(`exited (code ${s.code}, signal ${s.signal}) before answering`);
-        }),
-      ]),
-      timeoutMs,
-      'first response',
-    );
-    return Number(process.hrtime.bigint() - client.spawnedAt) / 1e6;
-  } catch (error) {
-    const tail = client.stderrTail.trim().split('\n').slice(-2).join(' / ');
-    throw new Error(`${error.message}${tail ? `: ${tail}` : ''}`);
-  } finally {
-    await client.close(3_000);
-  }
-}
+import { timeToInitialize } from '../lib/targets.mjs';
 
 /**
  * `targets`: { direct, sandboxed: [[name, target]] }; `server`: the npx argv; `runs` rounds of the
@@ -67,7 +44,7 @@ export async function measureNpxFirstStarts(
   };
   try {
     // The cache the user already has: one direct start fills it (untimed).
-    await firstStart(targets.direct.argv(server), {
+    await timeToInitialize(targets.direct.argv(server), {
       cwd,
       env: envWith(heldCache, mkdtempSync(join(scratch, 'x-'))),
       timeoutMs,
@@ -82,14 +59,14 @@ export async function measureNpxFirstStarts(
         rmSync(join(heldCache, '_npx'), { recursive: true, force: true });
         const sandboxCache = mkdtempSync(join(scratch, 'sandbox-'));
         await record('cached', name, () =>
-          firstStart(target.argv(server), { cwd, env: envWith(heldCache, sandboxCache), timeoutMs }),
+          timeToInitialize(target.argv(server), { cwd, env: envWith(heldCache, sandboxCache), timeoutMs }),
         );
       }
       // Installed nowhere: minutes of downloads a run, so fewer rounds of it.
       for (const [name, target] of i < freshRuns ? all : []) {
         const fresh = mkdtempSync(join(scratch, 'fresh-'));
         await record('fresh', name, () =>
-          firstStart(target.argv(server), {
+          timeToInitialize(target.argv(server), {
             cwd,
             env: envWith(join(fresh, 'npm-cache'), join(fresh, 'sandbox')),
             timeoutMs,

@@ -5,34 +5,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { initializeRequest, RawClient } from '../lib/client.mjs';
 import { median, round } from '../lib/stats.mjs';
-import { withTimeout } from '../lib/targets.mjs';
+import { timeToInitialize } from '../lib/targets.mjs';
 import { uvPath } from '../lib/uv-path.mjs';
 
 export const UVX_PACKAGE = 'mcp-server-time==2026.10.19';
-
-async function start(argv, { env, cwd, timeoutMs }) {
-  const client = new RawClient(argv, { cwd, env });
-  try {
-    await withTimeout(
-      Promise.race([
-        client.call(0, initializeRequest(0)),
-        client.exited.then((s) => {
-          throw new Error(`exited (code ${s.code}, signal ${s.signal}) before answering`);
-        }),
-      ]),
-      timeoutMs,
-      'first response',
-    );
-    return Number(process.hrtime.bigint() - client.spawnedAt) / 1e6;
-  } catch (error) {
-    const tail = client.stderrTail.trim().split('\n').slice(-2).join(' / ');
-    throw new Error(`${error.message}${tail ? `: ${tail}` : ''}`);
-  } finally {
-    await client.close(3_000);
-  }
-}
 
 /**
  * `targets`: { direct, local } (local may be undefined). Returns `{ first: {direct, local},
@@ -79,13 +56,17 @@ export async function measureUvxStarts(
       for (const [name, target] of all) {
         dirs[name] = mkdtempSync(join(scratch, `${name}-`));
         const env = envFor(dirs[name]);
-        await record('first', name, () => start(target.argv(server), { env, cwd: scratch, timeoutMs }));
+        await record('first', name, () =>
+          timeToInitialize(target.argv(server), { env, cwd: scratch, timeoutMs }),
+        );
       }
       // Warm starts with the caches this round's first starts filled.
       for (let w = 0; w < warmRuns; w++)
         for (const [name, target] of all) {
           const env = envFor(dirs[name]);
-          await record('warm', name, () => start(target.argv(server), { env, cwd: scratch, timeoutMs }));
+          await record('warm', name, () =>
+            timeToInitialize(target.argv(server), { env, cwd: scratch, timeoutMs }),
+          );
         }
       for (const dir of Object.values(dirs)) rmSync(dir, { recursive: true, force: true });
     }
