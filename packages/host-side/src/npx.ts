@@ -27,6 +27,7 @@ import { cacheUsage, writeUsage } from './npx/cache-usage.js';
 import {
   cacheKey,
   describeInstall,
+  dropOwner,
   type Installed,
   MARKER,
   OWNER,
@@ -420,13 +421,7 @@ function publish(
     removeAt(root, stagingName);
     return theirs;
   }
-  // The owner file goes only after the rename: a start waiting for this install sees its owned
-  // staging directory or the entry, never neither (then it would install the same again).
-  try {
-    unlinkSync(at(staging.fd, OWNER));
-  } catch {
-    // left in the entry, where nothing reads it
-  }
+  dropOwner(staging);
   return installed;
 }
 

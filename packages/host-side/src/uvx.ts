@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, unlinkSync } from 'node:fs';
+import { fchmodSync, fchownSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import {
   PinChangedError,
@@ -30,7 +30,7 @@ import { InstallReport } from './install-report.js';
 import { awaitInstallWorker } from './install-wait.js';
 import { writeInstalling } from './npx/cache-status.js';
 import { cacheUsage, writeUsage } from './npx/cache-usage.js';
-import { OWNER, PREFIX, sweepStaging, waitForOthers } from './npx/entries.js';
+import { dropOwner, OWNER, PREFIX, sweepStaging, waitForOthers } from './npx/entries.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { runStep } from './npx/steps.js';
 import type { NpxDeps } from './npx/types.js';
@@ -507,12 +507,6 @@ function publish(
     removeAt(root, stagingName);
     return theirs;
   }
-  // The owner file goes only after the rename: a start waiting for this install sees its owned
-  // staging directory or the entry, never neither (then it would install the same again).
-  try {
-    unlinkSync(at(staging.fd, OWNER));
-  } catch {
-    // left in the entry, where nothing reads it
-  }
+  dropOwner(staging);
   return entry;
 }

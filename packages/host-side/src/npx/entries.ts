@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { readdirSync, unlinkSync } from 'node:fs';
 import type { PrepareOptions } from '@mcpsandbox/core';
 import { SandboxFailureError } from '@mcpsandbox/core';
 import { dirPath } from '../fd-paths.js';
-import { closeDir, lstatAt, type OpenDir, openDirAt, readFileAt, removeAt } from '../host-fs.js';
+import { at, closeDir, lstatAt, type OpenDir, openDirAt, readFileAt, removeAt } from '../host-fs.js';
 import { isBinName, packageNameParts } from './spec.js';
 
 /** Cache layout version: part of the key, so that entries of an older layout are never read. */
@@ -26,6 +26,19 @@ export const MARKER = 'install.json';
 export const PREFIX = 'pkg';
 /** In a staging directory only: the pid of the process installing there, for the sweep. */
 export const OWNER = 'owner-pid';
+
+/**
+ * Drops an install's owner file once its staging directory is renamed into place (`staging` is
+ * the same directory, now the entry): a start waiting for the install sees the owned staging
+ * directory or the entry, never neither (then it would install the same again).
+ */
+export function dropOwner(staging: OpenDir): void {
+  try {
+    unlinkSync(at(staging.fd, OWNER));
+  } catch {
+    // left in the entry, where nothing reads it
+  }
+}
 const STAGING = /^[0-9a-f]{24}\.tmp-/;
 const MAX_MANIFEST_BYTES = 4 * 2 ** 20;
 

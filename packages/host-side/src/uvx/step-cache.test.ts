@@ -16,15 +16,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { closeDir, type OpenDir, openOwnedDir } from '../host-fs.js';
-import {
-  dropStepCache,
-  removeSetAside,
-  SET_ASIDE,
-  STEP_CACHE,
-  setStepCacheAside,
-  stepCacheEnv,
-} from './step-cache.js';
+import { closeDir, type OpenDir, openOwnedDir, removeAt } from '../host-fs.js';
+import { removeSetAside, SET_ASIDE, STEP_CACHE, setStepCacheAside, stepCacheEnv } from './step-cache.js';
 
 let base: string;
 let prefix: string;
@@ -70,7 +63,7 @@ describe("an install's own uv cache", () => {
     symlinkSync(outside, join(cache, 'locked', 'dirlink'));
     writeFileSync(join(cache, 'locked', 'f'), 'x');
     chmodSync(join(cache, 'locked'), 0o500);
-    dropStepCache(dir);
+    removeAt(dir, STEP_CACHE);
     expect(existsSync(cache)).toBe(false);
     expect(readdirSync(outside).sort()).toEqual(['other', 'victim']);
     expect(readFileSync(join(outside, 'victim'), 'utf8')).toBe('host data');
@@ -83,13 +76,13 @@ describe("an install's own uv cache", () => {
 
   it('when the cache is itself a link to a host directory, removes the link and nothing it points at', () => {
     symlinkSync(outside, join(prefix, STEP_CACHE));
-    dropStepCache(dir);
+    removeAt(dir, STEP_CACHE);
     expect(existsSync(join(prefix, STEP_CACHE))).toBe(false);
     expect(readdirSync(outside).sort()).toEqual(['other', 'victim']);
   });
 
   it('does nothing when the steps made no cache', () => {
-    dropStepCache(dir);
+    removeAt(dir, STEP_CACHE);
     expect(readdirSync(prefix)).toEqual(['venv']);
   });
 

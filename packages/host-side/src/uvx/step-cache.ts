@@ -34,8 +34,11 @@ export function setStepCacheAside(prefix: OpenDir, staging: OpenDir): void {
 }
 
 /**
- * Removes what {@link setStepCacheAside} put beside the published entry `key` of `uvCacheRoot`
- * (see {@link dropStepCache} for how). Best effort: another start may be removing it too.
+ * Removes what {@link setStepCacheAside} put beside the published entry `key` of `uvCacheRoot`:
+ * whatever the steps (an sdist's build code among them) made of it, links and FIFOs are
+ * unlinked, never followed or opened, and nothing on another file system is entered; files of
+ * the environment linked to it keep their data and are left with one link each. Best effort:
+ * another start may be removing it too.
  */
 export function removeSetAside(uvCacheRoot: string, key: string): void {
   let root: OpenDir | undefined;
@@ -50,14 +53,4 @@ export function removeSetAside(uvCacheRoot: string, key: string): void {
     closeDir(entry);
     closeDir(root);
   }
-}
-
-/**
- * Removes the install's cache from the prefix once no step runs any more: whatever the steps
- * (an sdist's build code among them) made of it, links and FIFOs are unlinked, never followed
- * or opened, and nothing on another file system is entered. Files of the environment linked
- * to it keep their data and are left with one link each.
- */
-export function dropStepCache(prefix: OpenDir): void {
-  removeAt(prefix, STEP_CACHE);
 }
