@@ -7,7 +7,7 @@
  * proxy, the session CA and the substitution are the real ones.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, connect } from './helpers.js';
+import { makeUpstream } from './secret-netns.js';
 import { startServe, TOKEN } from './serve-helpers.js';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
@@ -30,66 +31,9 @@ const received: Array<{ authorization: string; url: string }> = [];
 let upstream: Server;
 let env: Record<string, string>;
 
-/** A throwaway CA and a certificate for the bound name, with the openssl CLI. */
-function makeCa(): { caFile: string; key: Buffer; cert: Buffer } {
-  const file = (name: string) => join(dir, name);
-  const ssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-  ssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=wire test CA',
-    '-keyout',
-    file('ca.key'),
-    '-out',
-    file('ca.pem'),
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  );
-  ssl(
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-subj',
-    `/CN=${BOUND}`,
-    '-keyout',
-    file('srv.key'),
-    '-out',
-    file('srv.csr'),
-  );
-  writeFileSync(file('ext.cnf'), `subjectAltName=DNS:${BOUND}\nextendedKeyUsage=serverAuth\n`);
-  ssl(
-    'x509',
-    '-req',
-    '-in',
-    file('srv.csr'),
-    '-CA',
-    file('ca.pem'),
-    '-CAkey',
-    file('ca.key'),
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    file('ext.cnf'),
-    '-out',
-    file('srv.pem'),
-  );
-  chmodSync(file('ca.pem'), 0o644);
-  return { caFile: file('ca.pem'), key: readFileSync(file('srv.key')), cert: readFileSync(file('srv.pem')) };
-}
-
 beforeAll(async () => {
-  const ca = makeCa();
-  upstream = createServer({ key: ca.key, cert: ca.cert }, (req, res) => {
+  const ca = await makeUpstream(dir, [BOUND]);
+  upstream = createServer({ key: readFileSync(ca.key), cert: readFileSync(ca.cert) }, (req, res) => {
     const authorization = String(req.headers.authorization ?? '');
     received.push({ authorization, url: req.url ?? '' });
     res.setHeader('connection', 'close');
@@ -101,7 +45,7 @@ beforeAll(async () => {
     GH: REAL,
     MCPSANDBOX_TEST_BOUND_NAMES: BOUND,
     MCPSANDBOX_TEST_UPSTREAM_PORT: String((upstream.address() as { port: number }).port),
-    MCPSANDBOX_TEST_UPSTREAM_CA: ca.caFile,
+    MCPSANDBOX_TEST_UPSTREAM_CA: ca.ca,
   };
 });
 afterAll(() => {
