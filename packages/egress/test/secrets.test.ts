@@ -16,7 +16,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { type BoundSecret, type HostName, parseHostName, type SandboxEvent } from '@mcpsandbox/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGrant } from '../src/grants.js';
-import { EgressProxy } from '../src/proxy.js';
+import { EgressProxy, type SecretRouting } from '../src/proxy.js';
 import { SessionCa } from '../src/secrets/ca.js';
 import { SecretReporter } from '../src/secrets/watch.js';
 
@@ -135,21 +135,33 @@ beforeAll(async () => {
   );
   ports.plain = await listen(createHttpServer(recording('plain', (_q, res) => res.end('ok'))));
   const reporter = new SecretReporter((line) => warnings.push(line));
-  const proxy = new EgressProxy({
-    grants: ['api.example.test', 'other.example.test'].map(parseGrant),
-    resolve: async () => ['93.184.216.34'],
-    // The checked public address is dialled as the loopback upstream on the same port.
-    dial: (_address, port) => connect({ host: '127.0.0.1', port }),
-    onEvent: (event) => {
+  ports.proxy = await startProxy(
+    ['api.example.test', 'other.example.test'],
+    { bound: [SECRET, BODY_SECRET, PUNCT], ca: sessionCa, upstreamCa: upstreamCa.pem },
+    (event) => {
       events.push(event);
       reporter.observe(event);
     },
-    secrets: { bound: [SECRET, BODY_SECRET, PUNCT], ca: sessionCa, upstreamCa: upstreamCa.pem },
+  );
+});
+
+/** A proxy on loopback whose checked public address is dialled as the loopback upstream on the same port. */
+async function startProxy(
+  grants: readonly string[],
+  secrets: SecretRouting,
+  onEvent: (event: SandboxEvent) => void,
+): Promise<number> {
+  const proxy = new EgressProxy({
+    grants: grants.map(parseGrant),
+    resolve: async () => ['93.184.216.34'],
+    dial: (_address, port) => connect({ host: '127.0.0.1', port }),
+    onEvent,
+    secrets,
   });
   const listener = (await import('node:net')).createServer();
   proxy.attach(listener);
-  ports.proxy = await listen(listener);
-});
+  return listen(listener);
+}
 afterAll(() => {
   for (const server of servers) server.close();
 });
@@ -296,18 +308,11 @@ describe('--secret attacks', () => {
   it('an upstream this host does not trust (a machine in the middle) never gets the real value', async () => {
     reset();
     const failures: SandboxEvent[] = [];
-    // The proxy of a real session: no test CA for upstreams, only this host's own trust.
-    const strict = new EgressProxy({
-      grants: [parseGrant('api.example.test')],
-      resolve: async () => ['93.184.216.34'],
-      dial: (_address, port) => connect({ host: '127.0.0.1', port }),
-      onEvent: (event) => failures.push(event),
-      secrets: { bound: [SECRET], ca: sessionCa },
-    });
-    const listener = (await import('node:net')).createServer();
-    strict.attach(listener);
     const saved = ports.proxy;
-    ports.proxy = await listen(listener);
+    // The proxy of a real session: no test CA for upstreams, only this host's own trust.
+    ports.proxy = await startProxy(['api.example.test'], { bound: [SECRET], ca: sessionCa }, (event) =>
+      failures.push(event),
+    );
     try {
       const reply = await viaTunnel(
         API,
