@@ -48,6 +48,8 @@ const build = await rolldown({
       'install',
       'install-worker.js',
     ),
+    // host-side runs `npm ci` through `./npm-gate.js` beside its own code (an early install step).
+    'npm-gate': join(dirname(fileURLToPath(import.meta.resolve('@mcpsandbox/host-side'))), 'npm-gate.js'),
   },
   platform: 'node',
   external,

@@ -97,7 +97,9 @@ beforeAll(async () => {
     const url = req.url ?? '';
     if (url.endsWith('/gate')) return res.writeHead(gateOpen ? 200 : 503).end();
     const tgz = /^\/([a-z-]+)\/-\/[a-z-]+-1\.0\.0\.tgz$/.exec(url);
-    const found = packages.get(tgz ? (tgz[1] as string) : url.slice(1));
+    // A version's own document, as the public registry serves it (the seeding asks these).
+    const versionDoc = /^\/([a-z-]+)\/1\.0\.0$/.exec(url);
+    const found = packages.get(tgz?.[1] ?? versionDoc?.[1] ?? url.slice(1));
     if (!found) return res.writeHead(404).end('{}');
     // A private package: served only with credentials (root's npm has them, the sandbox not).
     if (found.manifest.name === PRIVATE && !req.headers.authorization) {
@@ -107,22 +109,19 @@ beforeAll(async () => {
     if (tgz) tarballs++;
     if (tgz) return res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(found.tarball);
     const name = found.manifest.name as string;
-    const body = {
-      name,
-      'dist-tags': { latest: '1.0.0' },
-      versions: {
-        '1.0.0': {
-          ...found.manifest,
-          ...(found.manifest.scripts ? { hasInstallScript: true } : {}),
-          ...(found.shrinkwrap ? { _hasShrinkwrap: true, hasShrinkwrap: true } : {}),
-          dist: {
-            tarball: `${registry}${name}/-/${name}-1.0.0.tgz`,
-            integrity: `sha512-${createHash('sha512').update(found.tarball).digest('base64')}`,
-            shasum: createHash('sha1').update(found.tarball).digest('hex'),
-          },
-        },
+    const version = {
+      ...found.manifest,
+      ...(found.manifest.scripts ? { hasInstallScript: true } : {}),
+      ...(found.shrinkwrap ? { _hasShrinkwrap: true, hasShrinkwrap: true } : {}),
+      dist: {
+        tarball: `${registry}${name}/-/${name}-1.0.0.tgz`,
+        integrity: `sha512-${createHash('sha512').update(found.tarball).digest('base64')}`,
+        shasum: createHash('sha1').update(found.tarball).digest('hex'),
       },
     };
+    const body = versionDoc
+      ? version
+      : { name, 'dist-tags': { latest: '1.0.0' }, versions: { '1.0.0': version } };
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
@@ -227,6 +226,12 @@ process.exit(1);`,
   publish(
     'broken-server',
     { bin: { 'broken-server': 'server.js' }, dependencies: { 'broken-native': '1.0.0' } },
+    { 'server.js': SERVER },
+  );
+  // Its dependency does not exist: the resolve fails.
+  publish(
+    'orphan-server',
+    { bin: { 'orphan-server': 'server.js' }, dependencies: { 'no-such-dependency': '1.0.0' } },
     { 'server.js': SERVER },
   );
   publish(
@@ -471,5 +476,19 @@ describe.runIf(process.getuid?.() === 0)("as root: root's npm cache (installs ru
     // Control: the shrinkwrap was followed, and the registry refused the tarball without credentials.
     expect(privateRefused).toBeGreaterThan(refused);
     expect(rootCacheListing()).toBe(before);
+  });
+
+  // npm's `ci` starts while the resolve runs, waiting for the host (npm-gate.js): a failed resolve
+  // is the error told, and the waiting npm does not outlive it.
+  it('a resolve that fails: its error is told, and the npm started early for the install is gone', {
+    timeout: 150_000,
+  }, async () => {
+    await fillRootCache();
+    const result = await inspect('orphan-server@1.0.0', [], { npm_config_cache: ROOT_CACHE });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('installing orphan-server@1.0.0 failed in its download step');
+    expect(result.stderr).toContain('no-such-dependency');
+    const running = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+    expect(running).not.toMatch(/npm-gate\.js/);
   });
 });

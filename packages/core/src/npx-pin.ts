@@ -97,27 +97,28 @@ export async function resolveFromRegistry(
   registry: string,
   name: string,
   selector: NpmSelector,
-  options: { full?: boolean; timeoutMs?: number; trust?: RegistryTrust; agent?: RegistryAgent } = {},
+  options: {
+    full?: boolean;
+    /**
+     * For an exact version: ask its own document (`<name>/<version>`, a few KB) rather than the
+     * packument of every version (MBs for some). Gives no `published`.
+     */
+    versionDocument?: boolean;
+    timeoutMs?: number;
+    trust?: RegistryTrust;
+    agent?: RegistryAgent;
+  } = {},
 ): Promise<Resolution> {
-  const url = new URL(name.replace('/', '%2f'), registry.endsWith('/') ? registry : `${registry}/`);
-  let body: unknown;
-  try {
-    const text = await getText(
-      url,
-      options.full
-        ? 'application/json'
-        : 'application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8',
-      options.timeoutMs ?? 30_000,
-      options.agent ?? options.trust ?? {},
-    );
-    body = JSON.parse(text);
-  } catch (error) {
-    const unreachable = !(error instanceof SyntaxError) && !/^HTTP |too large/.test((error as Error).message);
-    throw new RegistryError(`cannot ask ${registry} about ${name}: ${(error as Error).message}`, {
-      cause: error,
-      unreachable,
-    });
+  if (options.versionDocument && selector.kind === 'version') {
+    return fromVersionDocument(registry, name, selector.value, options);
   }
+  const body = await askRegistry(
+    registry,
+    name,
+    name.replace('/', '%2f'),
+    options.full ? 'application/json' : 'application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8',
+    options,
+  );
   const doc = body as {
     'dist-tags'?: Record<string, unknown>;
     versions?: Record<string, { dist?: { integrity?: unknown } }>;
@@ -137,6 +138,61 @@ export async function resolveFromRegistry(
     integrity,
     ...(typeof published === 'string' && ISO_DATE.test(published) ? { published } : {}),
   };
+}
+
+/** One GET of `path` below the registry, parsed as JSON; a RegistryError says which failed. */
+async function askRegistry(
+  registry: string,
+  name: string,
+  path: string,
+  accept: string,
+  options: { timeoutMs?: number; trust?: RegistryTrust; agent?: RegistryAgent },
+): Promise<unknown> {
+  const url = new URL(path, registry.endsWith('/') ? registry : `${registry}/`);
+  try {
+    const text = await getText(
+      url,
+      accept,
+      options.timeoutMs ?? 30_000,
+      options.agent ?? options.trust ?? {},
+    );
+    return JSON.parse(text);
+  } catch (error) {
+    const unreachable = !(error instanceof SyntaxError) && !/^HTTP |too large/.test((error as Error).message);
+    throw new RegistryError(`cannot ask ${registry} about ${name}: ${(error as Error).message}`, {
+      cause: error,
+      unreachable,
+    });
+  }
+}
+
+/**
+ * `name@version` from its own document. The document must name that very package and version:
+ * a registry that answers the path with another document (a proxy's catch-all) vouches for nothing.
+ */
+async function fromVersionDocument(
+  registry: string,
+  name: string,
+  version: string,
+  options: { timeoutMs?: number; trust?: RegistryTrust; agent?: RegistryAgent },
+): Promise<Resolution> {
+  if (!NAME.test(name) || !VERSION.test(version)) {
+    throw new RegistryError(`not a registry package: ${JSON.stringify(`${name}@${version}`.slice(0, 80))}`);
+  }
+  const path = `${name.replace('/', '%2f')}/${encodeURIComponent(version)}`;
+  const doc = (await askRegistry(registry, name, path, 'application/json', options)) as {
+    name?: unknown;
+    version?: unknown;
+    dist?: { integrity?: unknown };
+  } | null;
+  if (doc?.name !== name || doc.version !== version) {
+    throw new RegistryError(`${registry} answered ${name}/${version} with another document`);
+  }
+  const integrity = doc.dist?.integrity;
+  if (typeof integrity !== 'string' || !INTEGRITY.test(integrity)) {
+    throw new RegistryError(`${registry} gives no valid integrity for ${name}@${version}`);
+  }
+  return { version, integrity };
 }
 
 /**

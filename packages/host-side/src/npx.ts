@@ -1,12 +1,7 @@
-import { fchmodSync, fchownSync, mkdirSync, mkdtempSync, unlinkSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import {
-  PinChangedError,
-  type PinnedSpec,
-  type PrepareOptions,
-  SandboxFailureError,
-  SetupFailedError,
-} from '@mcpsandbox/core';
+import { existsSync, fchmodSync, fchownSync, mkdirSync, mkdtempSync, unlinkSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PinChangedError, type PinnedSpec, type PrepareOptions, SandboxFailureError } from '@mcpsandbox/core';
 import {
   at,
   closeDir,
@@ -36,20 +31,14 @@ import {
   sweepStaging,
   waitForOthers,
 } from './npx/entries.js';
+import { runInstallStep } from './npx/install-step.js';
 import { checkInstalledIntegrity } from './npx/installed-integrity.js';
 import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-config.js';
-import { dropOptional, hasInstallScripts, MAX_SKIPPED, optionalPackages } from './npx/optional.js';
+import { hasInstallScripts, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
-import { type SeededCache, seedInstallCache } from './npx/seed-cache.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
-import { type InstallStep, installSteps, nodeHeaders, runStep, sharedCache } from './npx/steps.js';
-import {
-  type NpxCacheOptions,
-  type NpxDeps,
-  type PreparedNpx,
-  SANDBOX_NPM_CACHE,
-  SANDBOX_NPM_ROOT,
-} from './npx/types.js';
+import { type InstallStep, installSteps, nodeHeaders, sharedCache } from './npx/steps.js';
+import { type NpxDeps, type PreparedNpx, SANDBOX_NPM_ROOT } from './npx/types.js';
 import { InstallGuard } from './npx/watchdog.js';
 import type { Bind } from './view.js';
 
@@ -218,6 +207,7 @@ async function install(
       npmConfig,
       sharedCache(deps, npmConfig),
       deps.cache.hostEnv,
+      npmGatePath(),
     );
     // --prefix moves npm's global config out of sight: carry the host's CA trust over explicitly.
     const extraCa = deps.cache.hostEnv.NODE_EXTRA_CA_CERTS;
@@ -240,7 +230,8 @@ async function install(
     const report = new InstallReport();
     let integrity: string | undefined;
     let optional: ReadonlySet<string> = new Set();
-    for (const step of steps) {
+    for (let i = 0; i < steps.length; i++) {
+      const step = steps[i] as InstallStep;
       if (step.scripts) {
         // What npm fetched is compared with the pin before the first step that runs its code.
         if (pinned.integrity !== undefined)
@@ -251,13 +242,11 @@ async function install(
         if (!hasInstallScripts(prefix)) continue;
       }
       const context = { staging, stagingName, prefix, prefixBind, trust, headers, env, report, guard };
-      await runInstallStep(
-        step,
-        context,
-        { spec, inside, registry, grant, npmConfig, budget, optional },
-        options,
-        deps,
-      );
+      const install = { spec, inside, registry, grant, npmConfig, budget, optional };
+      // A step that starts early runs beside this one and goes on once this one has succeeded.
+      const next = steps[i + 1]?.early ? steps[++i] : undefined;
+      const run = () => runInstallStep(step, context, install, options, deps);
+      await (next ? runInstallStep(next, context, install, options, deps, run) : run());
     }
     return publish(
       root,
@@ -280,110 +269,13 @@ async function install(
   }
 }
 
-type StepStatus = { readonly code: number | null; readonly signal: string | null };
-
-/** One install step's sandbox, as install() set it up. */
-interface StepContext {
-  readonly staging: OpenDir;
-  readonly stagingName: string;
-  readonly prefix: OpenDir;
-  readonly prefixBind: Bind;
-  readonly trust: readonly Bind[];
-  readonly headers: ReturnType<typeof nodeHeaders>;
-  readonly env: Readonly<Record<string, string>>;
-  readonly report: InstallReport;
-  readonly guard: InstallGuard;
-}
-
-/** Runs `step` (the scripts step skipping failed optional packages); throws the install's failure. */
-async function runInstallStep(
-  step: InstallStep,
-  context: StepContext,
-  install: {
-    readonly spec: string;
-    readonly inside: string;
-    readonly registry: string;
-    readonly grant: string;
-    readonly npmConfig: HostNpmConfig;
-    readonly budget: ReturnType<typeof installBudget>;
-    readonly optional: ReadonlySet<string>;
-  },
-  options: PrepareOptions,
-  deps: NpxDeps,
-): Promise<void> {
-  const { staging, prefix, report, headers } = context;
-  // As root: the install's own cache, seeded by the host from root's (seed-cache.ts).
-  const seeded = step.seeded
-    ? await seedInstallCache({ staging, prefix }, step.seeded.path, install.registry, {
-        trust: {
-          caFiles: [install.npmConfig.cafile, deps.cache.hostEnv.NODE_EXTRA_CA_CERTS],
-          strictSsl: install.npmConfig.strictSsl,
-        },
-        limits: { fileBytes: install.budget.limit.bytes, totalBytes: install.budget.limit.bytes },
-        ...(deps.runAs ? { owner: deps.runAs } : {}),
-      })
-    : undefined;
-  const binds = [
-    context.prefixBind,
-    ...context.trust,
-    ...(step.cache ? [step.cache] : []),
-    ...(seeded ? [seededBind(deps.cache.cacheRoot, context.stagingName, seeded)] : []),
-    ...(step.binds ?? []),
-    ...(step.scripts && headers ? headers.binds : []),
-  ];
-  // The fetch reaches the registry only; the scripts as today's install scripts do.
-  const hosts = step.scripts ? [install.grant, ...(deps.cache.installHosts ?? [])] : [install.grant];
-  const run = () =>
-    runStep(step.argv, binds, { allow: hosts }, context.env, report, options, deps, context.guard);
-  let status: StepStatus;
-  try {
-    status = step.scripts
-      ? await skippingOptional(run, {
-          report,
-          inside: install.inside,
-          prefix,
-          optional: install.optional,
-          logger: deps.logger,
-        })
-      : await run();
-  } finally {
-    // Gone before any package code runs; what npm wrote there is never published.
-    if (seeded) removeAt(staging, seeded.name);
-  }
-  if (status.code !== 0) throw installFailure(install.spec, step, install.grant, status, report, deps.cache);
-}
-
-/** The seeded cache where npm's `ci` looks for it, read-write (npm writes its own records there). */
-function seededBind(cacheRoot: string, stagingName: string, seeded: SeededCache): Bind {
-  return { source: join(cacheRoot, stagingName, seeded.name), dest: SANDBOX_NPM_CACHE, mode: 'rw' };
-}
-
 /**
- * npm's rebuild fails on any script; npm's install skips an optional package whose build fails
- * (and removes it): so does the scripts step, which then runs again without it.
+ * npm-gate.js beside this module (the built package, or the app's bundle); absent when running
+ * from source, where `npm ci` starts after the resolve as a plain step.
  */
-async function skippingOptional(
-  run: () => Promise<StepStatus>,
-  at: {
-    readonly report: InstallReport;
-    readonly inside: string;
-    readonly prefix: OpenDir;
-    readonly optional: ReadonlySet<string>;
-    readonly logger: NpxDeps['logger'];
-  },
-): Promise<StepStatus> {
-  let status = await run();
-  for (let skipped = 0; status.code !== 0 && skipped < MAX_SKIPPED; skipped++) {
-    const failed = at.report.failedPath(at.inside);
-    if (failed === undefined || !at.optional.has(failed)) break;
-    const name = dropOptional(at.prefix, failed);
-    at.logger.info(
-      `skipped the optional dependency ${name ?? '(unnamed)'}: its install script failed (npm skips a failed optional dependency too)`,
-    );
-    at.report.nextAttempt();
-    status = await run();
-  }
-  return status;
+function npmGatePath(): string | undefined {
+  const path = fileURLToPath(new URL('./npm-gate.js', import.meta.url));
+  return existsSync(path) ? path : undefined;
 }
 
 /** Seals the finished install, writes its marker and moves the staging directory into place. */
@@ -423,55 +315,4 @@ function publish(
   }
   dropOwner(staging);
   return installed;
-}
-
-/**
- * npm's own cause first, then the granted hosts this host could not reach (with why: granting
- * them again would not help), the hosts refused as not granted (with the flag, never one already
- * given), npm's lines, and the log.
- */
-function installFailure(
-  spec: string,
-  step: InstallStep,
-  grant: string,
-  status: { readonly code: number | null; readonly signal: string | null },
-  report: InstallReport,
-  cache: NpxCacheOptions,
-): SetupFailedError {
-  const cause = report.npmCause();
-  const what = step.scripts
-    ? "in its build step (npm rebuild: the packages' install scripts)"
-    : 'in its download step (npm install --ignore-scripts)';
-  const lines = [
-    `installing ${spec} failed ${what}${cause === undefined ? '' : `: ${cause}`} (npm exited ${status.code ?? status.signal})`,
-  ];
-  // npm's own error first: what the step said, before any suggestion.
-  const said = report.npmSaid();
-  if (said.length > 0) lines.push('npm said:', ...said.map((line) => `  ${line}`));
-  const allowed = [grant, ...(cache.installHosts ?? [])];
-  const { refused, grants, unreachable } = report.hosts(allowed);
-  if (unreachable.length > 0) {
-    lines.push(
-      'its install scripts reached for granted host(s) this host could not reach (granting them again will not help):',
-      ...unreachable.map((line) => `  ${line}`),
-    );
-  }
-  if (refused.length > 0) {
-    // Built from validated hosts only: pasted into a shell, the flags run nothing.
-    const flags = grants.map((value) => `--install-allow-net ${value}`).join(' ');
-    lines.push(
-      `its install scripts tried ${refused.join(', ')}, which the install step may not reach (only ${allowed.join(', ')}); ` +
-        `if the package downloads what it needs at install time, grant it for the install only: ${flags}`,
-    );
-  }
-  if (report.invalidHosts > 0) {
-    lines.push(
-      `its install scripts also asked for ${report.invalidHosts} host(s) that are not valid host names; ` +
-        'refused, and no flag can grant them',
-    );
-  }
-  const name = `install-${spec.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80)}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`;
-  const log = report.saveLog(cache.logDir ?? join(dirname(cache.cacheRoot), 'logs'), name);
-  if (log) lines.push(`the whole install output: ${log}`);
-  return new SetupFailedError(lines.join('\n'), status.code);
 }

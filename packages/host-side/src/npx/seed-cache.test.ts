@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDir, type OpenDir, openOwnedDir } from '../host-fs.js';
-import { SEED_DIR, seedFromCache, seedInstallCache } from './seed-cache.js';
+import { makeContentDirs, makeInstallCache, placeTarball, SEED_DIR, startSeeding } from './seed-cache.js';
 import { type LockedTarball, lockedTarballs, vouchedByRegistry } from './vouched.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-seed-cache-'));
@@ -37,12 +37,26 @@ const published: Record<string, Record<string, Buffer>> = {
 };
 let server: Server;
 let registry = '';
+/**
+ * How the registry answers `/<name>/<version>`: with that version's own document, not at all (an
+ * older registry: 404), or with one document whatever version is asked (a proxy's catch-all).
+ */
+let versionDocs: 'own' | 'none' | 'catch-all' = 'own';
+const asked: string[] = [];
 beforeAll(async () => {
   server = createServer((req, res) => {
-    const name = decodeURIComponent((req.url ?? '').slice(1));
+    asked.push(req.url ?? '');
+    const [name = '', version] = (req.url ?? '').slice(1).split('/').map(decodeURIComponent);
     const versions = published[name];
     // A private package: only with credentials, which the host never sends.
     if (!versions || req.headers.authorization) return res.writeHead(404).end('{}');
+    if (version !== undefined) {
+      const [shown, tgz] =
+        versionDocs === 'catch-all' ? (Object.entries(versions)[0] ?? []) : [version, versions[version]];
+      if (versionDocs === 'none' || !tgz) return res.writeHead(404).end('{}');
+      const doc = { name, version: shown, dist: { integrity: integrity(tgz) } };
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
+    }
     const body = {
       name,
       versions: Object.fromEntries(
@@ -207,16 +221,19 @@ describe('vouchedByRegistry: only what the registry gives anyone for that name@v
   });
 });
 
-describe('seedFromCache: copies by integrity, checked, never through a link', () => {
+/** What the seeding does for one vouched tarball: its directories (before the sandbox), then the copy. */
+function place(lent: OpenDir, into: OpenDir, wanted: LockedTarball): number | undefined {
+  makeContentDirs(into, [wanted]);
+  return placeTarball(lent, into, wanted, LIMITS.fileBytes);
+}
+
+describe('placeTarball: copies by integrity, checked, never through a link', () => {
   it('copies a vouched tarball, read-only, and nothing else of the cache', () => {
     const lent = npmCache(PUBLIC, PRIVATE);
     writeFileSync(join(lent, 'secret-config'), 'token');
     const into = freshDir();
-    const result = withDirs(lent, into, (l, i) =>
-      seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS),
-    );
-    expect(result.seeded.map((t) => t.name)).toEqual(['pub']);
-    expect(result.bytes).toBe(PUBLIC.length);
+    const placed = withDirs(lent, into, (l, i) => place(l, i, tarball('pub', '1.0.0', PUBLIC)));
+    expect(placed).toBe(PUBLIC.length);
     expect(files(into)).toEqual([contentFile(into, PUBLIC).slice(into.length + 1)]);
     expect(readFileSync(contentFile(into, PUBLIC))).toEqual(PUBLIC);
     expect(statSync(contentFile(into, PUBLIC)).mode & 0o777).toBe(0o444);
@@ -226,9 +243,11 @@ describe('seedFromCache: copies by integrity, checked, never through a link', ()
     if (process.getuid?.() !== 0) return expect(process.getuid?.()).not.toBe(0);
     const lent = npmCache(PUBLIC);
     const into = freshDir();
-    withDirs(lent, into, (l, i) =>
-      seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS, { uid: 65534, gid: 65534 }),
-    );
+    withDirs(lent, into, (l, i) => {
+      const wanted = tarball('pub', '1.0.0', PUBLIC);
+      makeContentDirs(i, [wanted], { uid: 65534, gid: 65534 });
+      placeTarball(l, i, wanted, LIMITS.fileBytes);
+    });
     expect(statSync(join(contentFile(into, PUBLIC), '..')).uid).toBe(65534);
     expect(statSync(contentFile(into, PUBLIC)).uid).toBe(0);
   });
@@ -238,10 +257,8 @@ describe('seedFromCache: copies by integrity, checked, never through a link', ()
     // The file npm's store names for PUBLIC holds other bytes (a damaged or planted entry).
     writeFileSync(contentFile(lent, PUBLIC), PRIVATE);
     const into = freshDir();
-    const result = withDirs(lent, into, (l, i) =>
-      seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS),
-    );
-    expect(result.seeded).toEqual([]);
+    const placed = withDirs(lent, into, (l, i) => place(l, i, tarball('pub', '1.0.0', PUBLIC)));
+    expect(placed).toBeUndefined();
     expect(files(into)).toEqual([]);
   });
 
@@ -256,10 +273,8 @@ describe('seedFromCache: copies by integrity, checked, never through a link', ()
     symlinkSync(join(elsewhere, '_cacache', 'content-v2'), join(lentDir, '_cacache', 'content-v2'));
     for (const lent of [lentFile, lentDir]) {
       const into = freshDir();
-      const result = withDirs(lent, into, (l, i) =>
-        seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS),
-      );
-      expect(result.seeded).toEqual([]);
+      const placed = withDirs(lent, into, (l, i) => place(l, i, tarball('pub', '1.0.0', PUBLIC)));
+      expect(placed).toBeUndefined();
       expect(files(into)).toEqual([]);
     }
   });
@@ -269,36 +284,46 @@ describe('seedFromCache: copies by integrity, checked, never through a link', ()
     mkdirSync(join(contentFile(lent, PUBLIC), '..'), { recursive: true });
     execFileSync('mkfifo', [contentFile(lent, PUBLIC)]);
     const into = freshDir();
-    const result = withDirs(lent, into, (l, i) =>
-      seedFromCache(l, i, [tarball('pub', '1.0.0', PUBLIC)], LIMITS),
-    );
-    expect(result.seeded).toEqual([]);
+    const placed = withDirs(lent, into, (l, i) => place(l, i, tarball('pub', '1.0.0', PUBLIC)));
+    expect(placed).toBeUndefined();
   });
 
-  it('stops at its byte limit', () => {
-    const lent = npmCache(PUBLIC, OTHER);
+  it('refuses a tarball larger than it may copy', () => {
+    const lent = npmCache(PUBLIC);
     const into = freshDir();
-    const wanted = [tarball('pub', '1.0.0', PUBLIC), tarball('other', '2.0.0', OTHER)];
-    const result = withDirs(lent, into, (l, i) =>
-      seedFromCache(l, i, wanted, { fileBytes: 2 ** 20, totalBytes: PUBLIC.length + 1 }),
-    );
-    expect(result.seeded.map((t) => t.name)).toEqual(['pub']);
+    const placed = withDirs(lent, into, (l, i) => {
+      const wanted = tarball('pub', '1.0.0', PUBLIC);
+      makeContentDirs(i, [wanted]);
+      return placeTarball(l, i, wanted, PUBLIC.length - 1);
+    });
+    expect(placed).toBeUndefined();
+    expect(files(into)).toEqual([]);
   });
 });
 
 describe("seedInstallCache: the lock's tarballs the registry vouches for, from the lent cache", () => {
-  function install(lock: unknown, lent: string) {
+  async function install(
+    lock: unknown,
+    lent: string,
+    options: { limits?: typeof LIMITS; signal?: AbortSignal } = {},
+  ) {
     const staging = freshDir();
     const prefix = join(staging, 'pkg');
     mkdirSync(prefix);
     writeFileSync(join(prefix, 'package-lock.json'), JSON.stringify(lock));
     const dirs = { staging: openOwnedDir(staging), prefix: openOwnedDir(prefix) };
-    return seedInstallCache(dirs, lent, registry, { trust: {}, limits: LIMITS })
-      .then((seeded) => ({ seeded, dir: join(staging, seeded.name) }))
-      .finally(() => {
-        closeDir(dirs.staging);
-        closeDir(dirs.prefix);
+    try {
+      const cache = makeInstallCache(dirs.staging);
+      const result = await startSeeding(dirs, cache, lent, registry, {
+        trust: {},
+        limits: options.limits ?? LIMITS,
+        ...(options.signal ? { signal: options.signal } : {}),
       });
+      return { cache, seeded: { name: cache.name, result }, dir: join(staging, cache.name) };
+    } finally {
+      closeDir(dirs.staging);
+      closeDir(dirs.prefix);
+    }
   }
 
   // A package's shrinkwrap names the private tarball root's cache holds, under its own name, under
@@ -339,5 +364,135 @@ describe("seedInstallCache: the lock's tarballs the registry vouches for, from t
       expect(seeded.result.seeded).toEqual([]);
       expect(files(dir)).toEqual([]);
     }
+  });
+  it('stops at its byte limit', async () => {
+    const lent = npmCache(PUBLIC, OTHER);
+    const lock = {
+      packages: {
+        'node_modules/pub': { version: '1.0.0', integrity: integrity(PUBLIC) },
+        'node_modules/other': { version: '2.0.0', integrity: integrity(OTHER) },
+      },
+    };
+    const { seeded } = await install(lock, lent, {
+      limits: { fileBytes: 2 ** 20, totalBytes: PUBLIC.length + 1 },
+    });
+    expect(seeded.result.seeded.map((t) => t.name)).toEqual(['pub']);
+  });
+
+  it('copies nothing once stopped (the step it seeds for is over)', async () => {
+    const lent = npmCache(PUBLIC);
+    const lock = { packages: { 'node_modules/pub': { version: '1.0.0', integrity: integrity(PUBLIC) } } };
+    const { seeded, dir } = await install(lock, lent, { signal: AbortSignal.abort() });
+    expect(seeded.result.seeded).toEqual([]);
+    expect(files(dir)).toEqual([]);
+  });
+
+  it("asks each version's own document, not the packument of every version", async () => {
+    const lent = npmCache(PUBLIC);
+    const lock = { packages: { 'node_modules/pub': { version: '1.0.0', integrity: integrity(PUBLIC) } } };
+    asked.length = 0;
+    const { seeded } = await install(lock, lent);
+    expect(seeded.result.seeded.map((t) => t.name)).toEqual(['pub']);
+    expect(asked).toEqual(['/pub/1.0.0']);
+  });
+
+  it('asks by packument a registry without version documents', async () => {
+    const lent = npmCache(PUBLIC, OTHER);
+    const lock = {
+      packages: {
+        'node_modules/pub': { version: '1.0.0', integrity: integrity(PUBLIC) },
+        'node_modules/other': { version: '2.0.0', integrity: integrity(OTHER) },
+      },
+    };
+    versionDocs = 'none';
+    try {
+      const { seeded } = await install(lock, lent);
+      expect(seeded.result.seeded.map((t) => t.name).sort()).toEqual(['other', 'pub']);
+    } finally {
+      versionDocs = 'own';
+    }
+  });
+
+  // A lock relabels pub@1.0.0's tarball as pub@9.9.9, a version that does not exist; a registry
+  // proxy answers every version path with the one document it has.
+  it('takes a version document only for the very name@version it asked', async () => {
+    const lent = npmCache(PUBLIC);
+    const lock = { packages: { 'node_modules/pub': { version: '9.9.9', integrity: integrity(PUBLIC) } } };
+    versionDocs = 'catch-all';
+    try {
+      const { seeded, dir } = await install(lock, lent);
+      expect(seeded.result.seeded).toEqual([]);
+      expect(files(dir)).toEqual([]);
+    } finally {
+      versionDocs = 'own';
+    }
+  });
+});
+
+/**
+ * The seeding runs while `npm ci` runs in the sandbox, which may write anything into the same
+ * cache: links to the host's files and folders, FIFOs, the tarball itself. The host writes none
+ * of them, follows none, and replaces nothing.
+ */
+describe('seeding while the sandbox writes the same cache', () => {
+  const wanted = tarball('pub', '1.0.0', PUBLIC);
+  const partialOf = (file: string) => join(file, '..', `.${file.split('/').pop()}.seeding`);
+
+  /** The host's side of one tarball, after `plant` played the sandbox in its made directories. */
+  function seedAfter(plant: (into: string, file: string) => void) {
+    const lent = npmCache(PUBLIC);
+    const into = freshDir();
+    const placed = withDirs(lent, into, (l, i) => {
+      makeContentDirs(i, [wanted]);
+      plant(into, contentFile(into, PUBLIC));
+      return placeTarball(l, i, wanted, LIMITS.fileBytes);
+    });
+    return { into, placed };
+  }
+
+  /** A host file and folder the sandbox would like the host to write. */
+  function hostTargets() {
+    const folder = freshDir();
+    const file = join(folder, 'authorized_keys');
+    writeFileSync(file, 'the host file\n');
+    return { folder, file };
+  }
+
+  it('a content folder made a link to a host folder: nothing is written there', () => {
+    const host = hostTargets();
+    const { placed } = seedAfter((_into, file) => {
+      const folder = join(file, '..');
+      rmSync(folder, { recursive: true });
+      symlinkSync(host.folder, folder);
+    });
+    expect(placed).toBeUndefined();
+    expect(readdirSync(host.folder)).toEqual(['authorized_keys']);
+  });
+
+  it('the temporary name planted as a link to a host file: the file is left as it was', () => {
+    const host = hostTargets();
+    const { placed } = seedAfter((_into, file) => symlinkSync(host.file, partialOf(file)));
+    expect(placed).toBeUndefined();
+    expect(readFileSync(host.file, 'utf8')).toBe('the host file\n');
+  });
+
+  it('the tarball name planted as a link to a host file: never replaced, never written', () => {
+    const host = hostTargets();
+    const { into, placed } = seedAfter((_into, file) => symlinkSync(host.file, file));
+    expect(placed).toBeUndefined();
+    expect(readFileSync(host.file, 'utf8')).toBe('the host file\n');
+    expect(existsSync(partialOf(contentFile(into, PUBLIC)))).toBe(false);
+  });
+
+  it('a FIFO at the temporary name does not hang the host', () => {
+    const { placed } = seedAfter((_into, file) => execFileSync('mkfifo', [partialOf(file)]));
+    expect(placed).toBeUndefined();
+  });
+
+  it('npm downloaded the tarball first: its copy stays, no temporary file is left', () => {
+    const { into, placed } = seedAfter((_into, file) => writeFileSync(file, PUBLIC));
+    expect(placed).toBeUndefined();
+    expect(readFileSync(contentFile(into, PUBLIC))).toEqual(PUBLIC);
+    expect(files(into)).toEqual([contentFile(into, PUBLIC).slice(into.length + 1)]);
   });
 });

@@ -5,6 +5,13 @@
  * (npx/vouched.ts), each found by its sha512 alone (npm's content store names tarballs so) and
  * checked against it as it is copied. The sandbox never sees root's cache; npm checks each tarball
  * once more as it reads it.
+ *
+ * The `npm ci` that reads this cache is started early, while the resolve still runs, and waits
+ * (npm-gate.js): its sandbox exists while the host seeds. So the host writes into the cache as if
+ * a sandbox wrote there too: it makes every directory before npm runs (openat, no link
+ * followed); then it only creates files, each under a temporary name (created exclusively, never
+ * through a link) and then linked to its own name, never replacing one. What a sandbox plants
+ * there reaches nothing of the host, and a tarball npm finds missing it downloads as it would.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -12,13 +19,14 @@ import {
   constants,
   fchownSync,
   fstatSync,
+  linkSync,
   mkdirSync,
   openSync,
   readSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import type { RegistryTrust } from '@mcpsandbox/core';
+import type { RegistryAgent, RegistryTrust } from '@mcpsandbox/core';
 import { at, closeDir, HostFsError, type OpenDir, openDirAt, openOwnedDir } from '../host-fs.js';
 import { type LockedTarball, lockedTarballs, vouchedByRegistry } from './vouched.js';
 
@@ -77,16 +85,40 @@ function openChain(from: OpenDir, dirs: readonly string[], create?: { readonly o
 type Owner = { readonly uid: number; readonly gid: number };
 
 /**
- * Copies the content of `tarball` from the cache `lent` into `into` when `lent` holds it as a
- * regular file (no symlink anywhere on the way) of at most `maxBytes`, and keeps the copy only
- * when its sha512 is the tarball's. The number of bytes copied, or undefined.
+ * Makes, in the install's cache `into` (which no sandbox sees yet), the content directories of
+ * `tarballs`, given to `owner` (the uid npm runs as, which writes its own records there).
  */
-function copyOne(
+export function makeContentDirs(into: OpenDir, tarballs: readonly LockedTarball[], owner?: Owner): void {
+  if (tarballs.length === 0) return;
+  const create = owner ? { owner } : {};
+  // The store's top directories once, then each tarball's two levels below them.
+  const top = contentPath((tarballs[0] as LockedTarball).integrity).dirs.slice(0, 3);
+  const store = openChain(into, top, create);
+  try {
+    const made = new Set<string>();
+    for (const tarball of tarballs) {
+      const below = contentPath(tarball.integrity).dirs.slice(3);
+      const key = below.join('/');
+      if (made.has(key)) continue;
+      made.add(key);
+      closeDir(openChain(store, below, create));
+    }
+  } finally {
+    closeDir(store);
+  }
+}
+
+/**
+ * Copies the content of `tarball` from the cache `lent` into its directory in `into` (made by
+ * {@link makeContentDirs}; never made now, as the sandbox may be writing there) when `lent` holds
+ * it as a regular file (no symlink anywhere on the way) of at most `maxBytes`, and places the copy
+ * only when its sha512 is the tarball's. The number of bytes placed, or undefined.
+ */
+export function placeTarball(
   lent: OpenDir,
   into: OpenDir,
   tarball: LockedTarball,
   maxBytes: number,
-  owner: Owner | undefined,
 ): number | undefined {
   const where = contentPath(tarball.integrity);
   let source: OpenDir;
@@ -106,7 +138,12 @@ function copyOne(
   try {
     const stat = fstatSync(input);
     if (!stat.isFile() || stat.dev !== lent.stat.dev || stat.size > maxBytes) return undefined;
-    const dest = openChain(into, where.dirs, { ...(owner ? { owner } : {}) });
+    let dest: OpenDir;
+    try {
+      dest = openChain(into, where.dirs);
+    } catch {
+      return undefined; // gone, or made a link by the sandbox: npm downloads that one
+    }
     try {
       return copyVerified(input, dest, where.file, where.digest, stat.size);
     } finally {
@@ -118,7 +155,11 @@ function copyOne(
   }
 }
 
-/** Copies at most `size` bytes of `input` to a new file `name` in `dest`; removed unless they hash to `digest`. */
+/**
+ * Copies at most `size` bytes of `input` into `dest` under a temporary name, then links it as
+ * `name` unless they do not hash to `digest` or `name` exists already (npm downloaded it first).
+ * Nothing existing is written, followed or replaced; the temporary name is always removed.
+ */
 function copyVerified(
   input: number,
   dest: OpenDir,
@@ -126,17 +167,18 @@ function copyVerified(
   digest: Buffer,
   size: number,
 ): number | undefined {
+  const partial = `.${name}.seeding`;
   let output: number;
   try {
-    output = openSync(at(dest.fd, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o444);
+    output = openSync(at(dest.fd, partial), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o444);
   } catch {
     return undefined;
   }
-  const hash = createHash('sha512');
-  const buffer = Buffer.allocUnsafe(CHUNK);
-  let copied = 0;
-  let kept = false;
+  let placed = false;
   try {
+    const hash = createHash('sha512');
+    const buffer = Buffer.allocUnsafe(CHUNK);
+    let copied = 0;
     while (copied < size) {
       const n = readSync(input, buffer, 0, Math.min(CHUNK, size - copied), copied);
       if (n === 0) break;
@@ -144,81 +186,119 @@ function copyVerified(
       for (let written = 0; written < n; ) written += writeSync(output, buffer, written, n - written);
       copied += n;
     }
-    kept = copied === size && hash.digest().equals(digest);
-  } finally {
     closeSync(output);
-    if (!kept) unlinkSync(at(dest.fd, name));
+    output = -1;
+    if (copied === size && hash.digest().equals(digest)) {
+      try {
+        linkSync(at(dest.fd, partial), at(dest.fd, name));
+        placed = true;
+      } catch {
+        // there already (npm's own download), or the sandbox moved the copy: npm has what it needs
+      }
+    }
+  } finally {
+    if (output >= 0) closeSync(output);
+    try {
+      unlinkSync(at(dest.fd, partial));
+    } catch {
+      // removed by the sandbox meanwhile
+    }
   }
-  return kept ? copied : undefined;
+  return placed ? size : undefined;
 }
 
-/**
- * Copies each of `tarballs` that `lent` holds into the npm cache `into` (a directory the host
- * created, that no sandbox has seen yet), within `limits`; directories it makes are given to
- * `owner` (the uid npm runs as, which writes its own records there), the tarballs stay the host's
- * and read-only. What is missing, refused or does not match is left for npm to download.
- */
-export function seedFromCache(
-  lent: OpenDir,
-  into: OpenDir,
-  tarballs: readonly LockedTarball[],
-  limits: SeedLimits,
-  owner?: Owner,
-): SeedResult {
-  const seeded: LockedTarball[] = [];
-  let bytes = 0;
-  for (const tarball of tarballs) {
-    const room = Math.min(limits.fileBytes, limits.totalBytes - bytes);
-    if (room <= 0) break;
-    const copied = copyOne(lent, into, tarball, room, owner);
-    if (copied === undefined) continue;
-    seeded.push(tarball);
-    bytes += copied;
-  }
-  return { seeded, bytes };
-}
-
-/** The install's own cache, seeded: bound read-write for npm's `ci` alone, then removed. */
+/** The install's own cache: bound read-write for npm's `ci` alone, then removed. */
 export interface SeededCache {
   /** Its name in the staging directory. */
   readonly name: string;
-  readonly result: SeedResult;
 }
 
 /** The name of the seeded cache in an install's staging directory (never published). */
 export const SEED_DIR = 'npm-seed';
 
-/**
- * Makes the install's own npm cache in `staging` and seeds it from the cache lent at `lentPath`
- * with the tarballs of the lock in `prefix` that `registry` vouches for (see the module comment).
- * The sandbox sees the new cache only once this returns; `lentPath` never.
- */
-export async function seedInstallCache(
-  dirs: { readonly staging: OpenDir; readonly prefix: OpenDir },
-  lentPath: string,
-  registry: string,
-  options: { readonly trust: RegistryTrust; readonly limits: SeedLimits; readonly owner?: Owner },
-): Promise<SeededCache> {
-  const locked = lockedTarballs(dirs.prefix);
-  const vouched =
-    locked.length > 0 ? await vouchedByRegistry(registry, locked, { trust: options.trust }) : [];
-  mkdirSync(at(dirs.staging.fd, SEED_DIR), { mode: 0o700 });
-  const into = openDirAt(dirs.staging, SEED_DIR);
+/** Makes the install's own npm cache in `staging`, empty, before any sandbox sees it. */
+export function makeInstallCache(staging: OpenDir, owner?: Owner): SeededCache {
+  mkdirSync(at(staging.fd, SEED_DIR), { mode: 0o700 });
+  const into = openDirAt(staging, SEED_DIR);
   if (!into) throw new HostFsError('the install cache vanished');
   try {
-    if (options.owner) fchownSync(into.fd, options.owner.uid, options.owner.gid);
-    let lent: OpenDir;
-    try {
-      lent = openOwnedDir(lentPath);
-    } catch {
-      return { name: SEED_DIR, result: { seeded: [], bytes: 0 } };
-    }
-    try {
-      return { name: SEED_DIR, result: seedFromCache(lent, into, vouched, options.limits, options.owner) };
-    } finally {
-      closeDir(lent);
-    }
+    if (owner) fchownSync(into.fd, owner.uid, owner.gid);
   } finally {
     closeDir(into);
   }
+  return { name: SEED_DIR };
+}
+
+/**
+ * Seeds the install's cache `cache` from the cache lent at `lentPath` with the tarballs of the
+ * lock in `prefix` that `registry` vouches for, each copied as soon as the registry vouches for
+ * it (see the module comment), within `limits`, until `signal` aborts. The content directories
+ * are made before this returns: call it before npm may run. `lentPath` is never shown to a sandbox.
+ */
+export function startSeeding(
+  dirs: { readonly staging: OpenDir; readonly prefix: OpenDir },
+  cache: SeededCache,
+  lentPath: string,
+  registry: string,
+  options: SeedOptions,
+): Promise<SeedResult> {
+  const locked = lockedTarballs(dirs.prefix);
+  let into: OpenDir | undefined;
+  let lent: OpenDir | undefined;
+  try {
+    into = openDirAt(dirs.staging, cache.name);
+    lent = openOwnedDir(lentPath);
+  } catch {
+    // the lent cache is not the host's own (a link, writable by others): nothing to seed from
+  }
+  if (!into || !lent || locked.length === 0) {
+    closeDir(lent);
+    closeDir(into);
+    void options.agent?.then((agent) => agent?.close());
+    return Promise.resolve({ seeded: [], bytes: 0 });
+  }
+  try {
+    makeContentDirs(into, locked, options.owner);
+  } catch {
+    // a copy whose directory is missing is left out: npm downloads that tarball
+  }
+  const target = into;
+  return copyVouched(target, lent, locked, registry, options).finally(() => {
+    closeDir(lent);
+    closeDir(target);
+  });
+}
+
+/** How startSeeding seeds. */
+export interface SeedOptions {
+  readonly trust: RegistryTrust;
+  readonly limits: SeedLimits;
+  readonly owner?: Owner;
+  readonly signal?: AbortSignal;
+  /** Connections to the registry opened ahead (see warmRegistryAgent); closed in any case. */
+  readonly agent?: Promise<RegistryAgent | undefined>;
+}
+
+async function copyVouched(
+  into: OpenDir,
+  lent: OpenDir,
+  locked: readonly LockedTarball[],
+  registry: string,
+  options: SeedOptions,
+): Promise<SeedResult> {
+  const seeded: LockedTarball[] = [];
+  let bytes = 0;
+  await vouchedByRegistry(registry, locked, {
+    trust: options.trust,
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.agent ? { agent: options.agent } : {}),
+    onVouched: (tarball) => {
+      const room = Math.min(options.limits.fileBytes, options.limits.totalBytes - bytes);
+      const copied = room > 0 ? placeTarball(lent, into, tarball, room) : undefined;
+      if (copied === undefined) return;
+      seeded.push(tarball);
+      bytes += copied;
+    },
+  });
+  return { seeded, bytes };
 }

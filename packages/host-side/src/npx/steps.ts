@@ -1,5 +1,5 @@
 import { realpathSync, statSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join } from 'node:path';
+import { basename, dirname, isAbsolute, join, sep } from 'node:path';
 import type { NetworkSpec, PrepareOptions } from '@mcpsandbox/core';
 import type { InstallReport } from '../install-report.js';
 import { checkUserNpmCache, type UserNpmCache } from '../user-npm-cache.js';
@@ -17,10 +17,15 @@ export interface InstallStep {
   /** More read-only binds the step needs (npm's own files, when it runs npm by path). */
   readonly binds?: readonly Bind[];
   /**
-   * Runs with the install's own npm cache at {@link SANDBOX_NPM_CACHE}, seeded first by the host
-   * from the lent cache with the tarballs of the lock the registry vouches for (seed-cache.ts).
+   * Runs with the install's own npm cache at {@link SANDBOX_NPM_CACHE}, seeded by the host from
+   * the lent cache with the tarballs of the lock the registry vouches for (seed-cache.ts).
    */
   readonly seeded?: UserNpmCache;
+  /**
+   * Started while the step before it runs, through npm-gate.js: it loads npm meanwhile and waits
+   * for its stdin to end, which the host does once the step before has succeeded.
+   */
+  readonly early?: true;
 }
 
 /**
@@ -61,6 +66,7 @@ export function installSteps(
   npmConfig: HostNpmConfig,
   cache: UserNpmCache | undefined,
   hostEnv: Readonly<Record<string, string | undefined>>,
+  npmGate?: string,
 ): InstallStep[] {
   const common = [
     '--prefix',
@@ -88,11 +94,11 @@ export function installSteps(
     // lock with the install's cache the host seeded in between; the lent cache is never bound.
     const resolve = [...common, ...fetchOnly, '--prefer-online', '--package-lock-only', spec];
     const ci = [...common, ...fetchOnly, '--cache', SANDBOX_NPM_CACHE, '--prefer-offline'];
-    return [
-      { argv: ['npm', 'install', ...resolve], scripts: false },
-      { argv: ['npm', 'ci', ...ci], scripts: false, seeded: cache },
-      scripts,
-    ];
+    const gated = npmGate ? gatedNpm(npmGate, hostEnv) : undefined;
+    const install: InstallStep = gated
+      ? { argv: [...gated.argv, 'ci', ...ci], scripts: false, seeded: cache, binds: gated.binds, early: true }
+      : { argv: ['npm', 'ci', ...ci], scripts: false, seeded: cache };
+    return [{ argv: ['npm', 'install', ...resolve], scripts: false }, install, scripts];
   }
   const bind: Bind = { source: cache.path, dest: SANDBOX_NPM_CACHE, mode: 'rw' };
   const shared = [...fetchOnly, '--cache', SANDBOX_NPM_CACHE];
@@ -110,6 +116,28 @@ export function installSteps(
     { argv: ['npm', 'ci', ...common, ...shared, '--prefer-offline'], cache: bind, scripts: false },
     scripts,
   ];
+}
+
+/**
+ * `node <npm-gate.js> <npm-cli.js>` when the host's npm is npm's own `bin/npm-cli.js` (a shim,
+ * Volta's or Windows', is run as plain `npm`), with what of hidden directories both need bound.
+ */
+function gatedNpm(
+  gate: string,
+  hostEnv: Readonly<Record<string, string | undefined>>,
+): { readonly argv: readonly string[]; readonly binds: readonly Bind[] } | undefined {
+  const npm = locateNpm(hostEnv);
+  if (!npm) return undefined;
+  let cli: string;
+  try {
+    cli = realpathSync(npm.path);
+  } catch {
+    return undefined;
+  }
+  if (!cli.endsWith(`${sep}bin${sep}npm-cli.js`) || !isAbsolute(gate)) return undefined;
+  const hidden = isHidden(gate, hiddenRoots(hostEnv.HOME));
+  const binds = [...npm.binds, ...(hidden ? [{ source: gate, dest: gate, mode: 'ro' as const }] : [])];
+  return { argv: ['node', gate, cli], binds };
 }
 
 /**
@@ -159,7 +187,9 @@ export function sharedCache(deps: NpxDeps, npmConfig: HostNpmConfig): UserNpmCac
 
 /**
  * One install step in the sandbox: its output shown and kept for the report, what it writes
- * counted while it runs (killed past the quota, then refused with the guard's error).
+ * counted while it runs (killed past the quota, then refused with the guard's error). With a
+ * `gate`, its stdin stays open until the gate resolves (an early step: see
+ * {@link InstallStep.early}), and a gate that rejects kills it.
  */
 export async function runStep(
   argv: readonly string[],
@@ -170,10 +200,18 @@ export async function runStep(
   options: PrepareOptions,
   deps: NpxDeps,
   guard: InstallGuard,
+  gate?: Promise<unknown>,
 ): Promise<{ readonly code: number | null; readonly signal: string | null }> {
   const proc = await deps.install(argv, binds, network, env, (event) => report.event(event));
-  const unwatch = guard.watch(() => void proc.kill('SIGKILL'));
-  void proc.closeStdin();
+  let unwatch = () => {};
+  let over = false;
+  const go = () => {
+    if (over) return;
+    unwatch = guard.watch(() => void proc.kill('SIGKILL'));
+    void proc.closeStdin();
+  };
+  if (gate) gate.then(go, () => void proc.kill('SIGKILL'));
+  else go();
   const forward = async (stream: AsyncIterable<Uint8Array>) => {
     for await (const chunk of stream) {
       options.stderr(chunk);
@@ -184,13 +222,15 @@ export async function runStep(
   options.signal?.addEventListener('abort', abort, { once: true });
   try {
     const [status] = await Promise.all([proc.exit, forward(proc.stdout), forward(proc.stderr)]);
+    over = true;
     unwatch();
     options.signal?.throwIfAborted();
     // Once more now that the step is over: what it wrote after the last count.
-    const over = guard.finalCount();
-    if (over) throw over;
+    const quota = guard.finalCount();
+    if (quota) throw quota;
     return status;
   } finally {
+    over = true;
     unwatch();
     options.signal?.removeEventListener('abort', abort);
   }

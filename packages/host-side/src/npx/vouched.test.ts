@@ -25,13 +25,15 @@ let questions = 0;
 beforeAll(async () => {
   server = createServer((req, res) => {
     questions++;
-    const name = decodeURIComponent((req.url ?? '').slice(1));
+    const [name = '', version] = (req.url ?? '').slice(1).split('/').map(decodeURIComponent);
     if (name === STALLS) {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('{"versions":');
       return;
     }
-    const body = { name, versions: { '1.0.0': { dist: { integrity: integrity(name) } } } };
+    const dist = { integrity: integrity(name) };
+    // The version's own document, or the packument.
+    const body = version ? { name, version, dist } : { name, versions: { '1.0.0': { dist } } };
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   });
   // Keeps every connection the client does not close (a registry that never hangs up).
@@ -80,6 +82,28 @@ describe('vouchedByRegistry: connections to the registry', () => {
     });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(vouched.map((t) => t.name).sort()).toEqual(NAMES.slice(0, 5).sort());
+    expect(await allClosed(500)).toBe(true);
+  });
+
+  // The seeding stops when its install step ends: a registry that holds answers open must not
+  // hold the install with it until the questions' timeout.
+  it('once aborted, ends the questions in flight at once and leaves no connection', async () => {
+    const stalled = ['a', 'b', 'c'].map((n) => ({
+      name: STALLS,
+      version: `1.0.${n.charCodeAt(0)}`,
+      integrity: integrity(n),
+    }));
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 200);
+    const started = Date.now();
+    const vouched = await vouchedByRegistry(registry, stalled, {
+      trust: {},
+      concurrency: 3,
+      timeoutMs: 20_000,
+      signal: stop.signal,
+    });
+    expect(vouched).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(3_000);
     expect(await allClosed(500)).toBe(true);
   });
 

@@ -69,11 +69,49 @@ export interface VouchOptions {
   readonly timeoutMs?: number;
   /** No question is asked after this long (default 60 s): what is left is downloaded by npm. */
   readonly totalMs?: number;
+  /** Told of each tarball as soon as it is vouched for (the seeding copies it then). */
+  readonly onVouched?: (tarball: LockedTarball) => void;
+  /** No question is asked, and nothing more is told, once aborted. */
+  readonly signal?: AbortSignal;
+  /** Connections opened ahead ({@link warmRegistryAgent}); closed by the vouch, whatever happens. */
+  readonly agent?: Promise<RegistryAgent | undefined>;
 }
 
 /**
- * The tarballs whose integrity `registry` gives for their name@version now (the abbreviated
- * packument, no credentials), one question per tarball; an error, another integrity or no such
+ * An agent for a vouch to come, its `concurrency` connections opened now (while the resolve
+ * runs; then the vouch asks that many questions at once, where 16 cold ones were a fifth of a
+ * second of handshakes and waits): `probe`,
+ * a name@version the registry serves (the package being installed), is asked once, then once per
+ * further connection, so that they resume the first one's TLS session. Undefined when the
+ * registry cannot be reached; the caller closes it.
+ */
+export async function warmRegistryAgent(
+  registry: string,
+  trust: RegistryTrust,
+  probe: { readonly name: string; readonly version: string },
+  concurrency = 32,
+): Promise<RegistryAgent | undefined> {
+  let agent: RegistryAgent;
+  try {
+    agent = await registryAgent(registry, trust, concurrency);
+  } catch {
+    return undefined;
+  }
+  const ask = () =>
+    resolveFromRegistry(
+      registry,
+      probe.name,
+      { kind: 'version', value: probe.version },
+      { agent, versionDocument: true, timeoutMs: 5_000 },
+    ).catch(() => undefined);
+  await ask();
+  await Promise.all(Array.from({ length: concurrency - 1 }, ask));
+  return agent;
+}
+
+/**
+ * The tarballs whose integrity `registry` gives for their name@version now (the version's own
+ * document, else the abbreviated packument; no credentials), one question per tarball; an error, another integrity or no such
  * version leaves the tarball out (npm then downloads what the lock names, or fails as it would).
  * The questions share one TLS setup and at most `concurrency` connections, all closed on return.
  */
@@ -83,35 +121,63 @@ export async function vouchedByRegistry(
   options: VouchOptions,
 ): Promise<LockedTarball[]> {
   const vouched: LockedTarball[] = [];
-  if (locked.length === 0) return vouched;
-  const workers = Math.max(1, Math.min(options.concurrency ?? 16, locked.length));
+  const ahead = await options.agent;
+  if (locked.length === 0 || options.signal?.aborted) {
+    ahead?.close();
+    return vouched;
+  }
+  // As many questions at once as connections opened ahead (they cost nothing more now).
+  const wanted = options.concurrency ?? (ahead ? ahead.agent.maxSockets : 16);
+  const workers = Math.max(1, Math.min(wanted, locked.length));
   let agent: RegistryAgent;
   try {
-    agent = await registryAgent(registry, options.trust, workers);
+    agent = ahead ?? (await registryAgent(registry, options.trust, workers));
   } catch {
     return vouched;
   }
   let next = 0;
   const until = Date.now() + (options.totalMs ?? 60_000);
-  const worker = async () => {
-    while (next < locked.length && Date.now() < until) {
+  // Each version's own document first (a few KB; a packument can be MBs). A registry without
+  // them, or that disagrees with its packument, is asked by packument from then on.
+  let byVersion = true;
+  const ask = async (tarball: LockedTarball, versionDocument: boolean): Promise<boolean> =>
+    !options.signal?.aborted &&
+    resolveFromRegistry(
+      registry,
+      tarball.name,
+      { kind: 'version', value: tarball.version },
+      { agent, versionDocument, timeoutMs: options.timeoutMs ?? 15_000 },
+    ).then(
+      (said) => said.integrity === tarball.integrity,
+      () => false,
+    );
+  const worker = async (limit = locked.length) => {
+    while (next < limit && Date.now() < until && !options.signal?.aborted) {
       const tarball = locked[next++] as LockedTarball;
+      let ok = byVersion && (await ask(tarball, true));
+      if (!ok) {
+        ok = await ask(tarball, false);
+        if (ok) byVersion = false;
+      }
+      if (!ok || options.signal?.aborted) continue;
+      vouched.push(tarball);
       try {
-        const said = await resolveFromRegistry(
-          registry,
-          tarball.name,
-          { kind: 'version', value: tarball.version },
-          { agent, timeoutMs: options.timeoutMs ?? 15_000 },
-        );
-        if (said.integrity === tarball.integrity) vouched.push(tarball);
+        options.onVouched?.(tarball);
       } catch {
-        // not vouched: not seeded
+        // the listener's own failure (a copy that could not be made) leaves the answer as it is
       }
     }
   };
+  // Aborted: the questions in flight end now, not at their timeout.
+  const stop = () => agent.close();
+  options.signal?.addEventListener('abort', stop, { once: true });
   try {
-    await Promise.all(Array.from({ length: workers }, worker));
+    // The first question alone: the other connections then resume its TLS session rather than
+    // each making a full handshake (connections opened ahead are ready already).
+    if (!ahead) await worker(1);
+    await Promise.all(Array.from({ length: workers }, () => worker()));
   } finally {
+    options.signal?.removeEventListener('abort', stop);
     agent.close();
   }
   return vouched;
