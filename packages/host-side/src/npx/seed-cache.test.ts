@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDir, type OpenDir, openOwnedDir } from '../host-fs.js';
-import { makeContentDirs, makeInstallCache, placeTarball, SEED_DIR, startSeeding } from './seed-cache.js';
+import { makeInstallCache, placeTarball, SEED_DIR, startSeeding } from './seed-cache.js';
 import { type LockedTarball, lockedTarballs, vouchedByRegistry } from './vouched.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-seed-cache-'));
@@ -221,11 +221,9 @@ describe('vouchedByRegistry: only what the registry gives anyone for that name@v
   });
 });
 
-/** What the seeding does for one vouched tarball: its directories (before the sandbox), then the copy. */
-function place(lent: OpenDir, into: OpenDir, wanted: LockedTarball): number | undefined {
-  makeContentDirs(into, [wanted]);
-  return placeTarball(lent, into, wanted, LIMITS.fileBytes);
-}
+/** What the seeding does for one vouched tarball. */
+const place = (lent: OpenDir, into: OpenDir, wanted: LockedTarball) =>
+  placeTarball(lent, into, wanted, LIMITS.fileBytes);
 
 describe('placeTarball: copies by integrity, checked, never through a link', () => {
   it('copies a vouched tarball, read-only, and nothing else of the cache', () => {
@@ -243,11 +241,9 @@ describe('placeTarball: copies by integrity, checked, never through a link', () 
     if (process.getuid?.() !== 0) return expect(process.getuid?.()).not.toBe(0);
     const lent = npmCache(PUBLIC);
     const into = freshDir();
-    withDirs(lent, into, (l, i) => {
-      const wanted = tarball('pub', '1.0.0', PUBLIC);
-      makeContentDirs(i, [wanted], { uid: 65534, gid: 65534 });
-      placeTarball(l, i, wanted, LIMITS.fileBytes);
-    });
+    withDirs(lent, into, (l, i) =>
+      placeTarball(l, i, tarball('pub', '1.0.0', PUBLIC), LIMITS.fileBytes, { uid: 65534, gid: 65534 }),
+    );
     expect(statSync(join(contentFile(into, PUBLIC), '..')).uid).toBe(65534);
     expect(statSync(contentFile(into, PUBLIC)).uid).toBe(0);
   });
@@ -291,11 +287,9 @@ describe('placeTarball: copies by integrity, checked, never through a link', () 
   it('refuses a tarball larger than it may copy', () => {
     const lent = npmCache(PUBLIC);
     const into = freshDir();
-    const placed = withDirs(lent, into, (l, i) => {
-      const wanted = tarball('pub', '1.0.0', PUBLIC);
-      makeContentDirs(i, [wanted]);
-      return placeTarball(l, i, wanted, PUBLIC.length - 1);
-    });
+    const placed = withDirs(lent, into, (l, i) =>
+      placeTarball(l, i, tarball('pub', '1.0.0', PUBLIC), PUBLIC.length - 1),
+    );
     expect(placed).toBeUndefined();
     expect(files(into)).toEqual([]);
   });
@@ -438,15 +432,13 @@ describe('seeding while the sandbox writes the same cache', () => {
   const wanted = tarball('pub', '1.0.0', PUBLIC);
   const partialOf = (file: string) => join(file, '..', `.${file.split('/').pop()}.seeding`);
 
-  /** The host's side of one tarball, after `plant` played the sandbox in its made directories. */
+  /** The host's side of one tarball, after `plant` played the sandbox (which made the directories). */
   function seedAfter(plant: (into: string, file: string) => void) {
     const lent = npmCache(PUBLIC);
     const into = freshDir();
-    const placed = withDirs(lent, into, (l, i) => {
-      makeContentDirs(i, [wanted]);
-      plant(into, contentFile(into, PUBLIC));
-      return placeTarball(l, i, wanted, LIMITS.fileBytes);
-    });
+    mkdirSync(join(contentFile(into, PUBLIC), '..'), { recursive: true });
+    plant(into, contentFile(into, PUBLIC));
+    const placed = withDirs(lent, into, (l, i) => placeTarball(l, i, wanted, LIMITS.fileBytes));
     return { into, placed };
   }
 

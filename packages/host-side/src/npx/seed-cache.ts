@@ -7,11 +7,11 @@
  * once more as it reads it.
  *
  * The `npm ci` that reads this cache is started early, while the resolve still runs, and waits
- * (npm-gate.js): its sandbox exists while the host seeds. So the host writes into the cache as if
- * a sandbox wrote there too: it makes every directory before npm runs (openat, no link
- * followed); then it only creates files, each under a temporary name (created exclusively, never
- * through a link) and then linked to its own name, never replacing one. What a sandbox plants
- * there reaches nothing of the host, and a tarball npm finds missing it downloads as it would.
+ * (npm-gate.js) until the seeding is over: its sandbox exists while the host seeds. So the host
+ * writes into the cache as if a sandbox wrote there too: directories are opened without following
+ * a link, and each file is created under a temporary name (exclusively, never through a link) and
+ * then linked to its own name, never replacing one. What a sandbox plants there reaches nothing
+ * of the host, and a tarball npm finds missing it downloads as it would.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -85,40 +85,17 @@ function openChain(from: OpenDir, dirs: readonly string[], create?: { readonly o
 type Owner = { readonly uid: number; readonly gid: number };
 
 /**
- * Makes, in the install's cache `into` (which no sandbox sees yet), the content directories of
- * `tarballs`, given to `owner` (the uid npm runs as, which writes its own records there).
- */
-export function makeContentDirs(into: OpenDir, tarballs: readonly LockedTarball[], owner?: Owner): void {
-  if (tarballs.length === 0) return;
-  const create = owner ? { owner } : {};
-  // The store's top directories once, then each tarball's two levels below them.
-  const top = contentPath((tarballs[0] as LockedTarball).integrity).dirs.slice(0, 3);
-  const store = openChain(into, top, create);
-  try {
-    const made = new Set<string>();
-    for (const tarball of tarballs) {
-      const below = contentPath(tarball.integrity).dirs.slice(3);
-      const key = below.join('/');
-      if (made.has(key)) continue;
-      made.add(key);
-      closeDir(openChain(store, below, create));
-    }
-  } finally {
-    closeDir(store);
-  }
-}
-
-/**
- * Copies the content of `tarball` from the cache `lent` into its directory in `into` (made by
- * {@link makeContentDirs}; never made now, as the sandbox may be writing there) when `lent` holds
- * it as a regular file (no symlink anywhere on the way) of at most `maxBytes`, and places the copy
- * only when its sha512 is the tarball's. The number of bytes placed, or undefined.
+ * Copies the content of `tarball` from the cache `lent` into its directory in `into` (made if
+ * missing, given to `owner`, the uid npm runs as, which writes its own records there) when `lent`
+ * holds it as a regular file (no symlink anywhere on the way) of at most `maxBytes`, and places
+ * the copy only when its sha512 is the tarball's. The number of bytes placed, or undefined.
  */
 export function placeTarball(
   lent: OpenDir,
   into: OpenDir,
   tarball: LockedTarball,
   maxBytes: number,
+  owner?: Owner,
 ): number | undefined {
   const where = contentPath(tarball.integrity);
   let source: OpenDir;
@@ -140,9 +117,9 @@ export function placeTarball(
     if (!stat.isFile() || stat.dev !== lent.stat.dev || stat.size > maxBytes) return undefined;
     let dest: OpenDir;
     try {
-      dest = openChain(into, where.dirs);
+      dest = openChain(into, where.dirs, owner ? { owner } : {});
     } catch {
-      return undefined; // gone, or made a link by the sandbox: npm downloads that one
+      return undefined; // made a link (or anything else) by a sandbox: npm downloads that one
     }
     try {
       return copyVerified(input, dest, where.file, where.digest, stat.size);
@@ -257,11 +234,6 @@ export function startSeeding(
     void options.agent?.then((agent) => agent?.close());
     return Promise.resolve({ seeded: [], bytes: 0 });
   }
-  try {
-    makeContentDirs(into, locked, options.owner);
-  } catch {
-    // a copy whose directory is missing is left out: npm downloads that tarball
-  }
   const target = into;
   return copyVouched(target, lent, locked, registry, options).finally(() => {
     closeDir(lent);
@@ -294,7 +266,7 @@ async function copyVouched(
     ...(options.agent ? { agent: options.agent } : {}),
     onVouched: (tarball) => {
       const room = Math.min(options.limits.fileBytes, options.limits.totalBytes - bytes);
-      const copied = room > 0 ? placeTarball(lent, into, tarball, room) : undefined;
+      const copied = room > 0 ? placeTarball(lent, into, tarball, room, options.owner) : undefined;
       if (copied === undefined) return;
       seeded.push(tarball);
       bytes += copied;
