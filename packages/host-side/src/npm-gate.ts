@@ -1,25 +1,32 @@
 /**
  * Runs inside an install sandbox as `node npm-gate.js <npm-cli.js> <npm's arguments…>`: npm's
  * `ci`, started while the resolve step before it still runs. It loads npm's install code now
- * (about a third of a second of a start), waits until the host ends its stdin (the lock is
- * written and the install's cache is ready), then runs npm as npm's own bin does. What it
- * cannot load now npm loads as usual; a host that goes away ends stdin too, and npm then finds
- * whatever lock there is, as a plain start would.
+ * (about a third of a second of a start), waits for the host's go-ahead on stdin (the lock is
+ * written and the install's cache is ready), then runs npm as npm's own bin does. What it cannot
+ * load now npm loads as usual. Stdin that ends without the go-ahead (the host went away, or an
+ * engine gave no stdin) runs nothing: npm never meets a lock still being written.
  */
 import { readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const [node = 'node', , npmCli, ...args] = process.argv;
 
-/** Blocks until fd 0 ends (or fails): the host's go-ahead. */
-function waitForEnd(): void {
-  const buffer = Buffer.alloc(256);
+/** What the host writes once the install may go on. */
+const GO_AHEAD = 'go\n';
+
+/** Blocks until fd 0 carries the go-ahead (true), or ends or fails without it (false). */
+function waitForGoAhead(): boolean {
+  const buffer = Buffer.alloc(16);
   const pause = new Int32Array(new SharedArrayBuffer(4));
+  let said = '';
   for (;;) {
     try {
-      if (readSync(0, buffer, 0, buffer.length, null) === 0) return;
+      const n = readSync(0, buffer, 0, buffer.length, null);
+      if (n === 0) return false;
+      said = (said + buffer.toString('latin1', 0, n)).slice(-GO_AHEAD.length);
+      if (said === GO_AHEAD) return true;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return false;
       Atomics.wait(pause, 0, 0, 10);
     }
   }
@@ -36,6 +43,9 @@ try {
 } catch {
   // another npm layout: npm loads what it needs itself
 }
-waitForEnd();
+if (!waitForGoAhead()) {
+  process.stderr.write('npm-gate: stdin ended before the host said to go on; nothing installed\n');
+  process.exit(75);
+}
 process.argv = [node, npmCli, ...args];
 load(npmCli);

@@ -205,13 +205,15 @@ export async function runStep(
   const proc = await deps.install(argv, binds, network, env, (event) => report.event(event));
   let unwatch = () => {};
   let over = false;
-  const go = () => {
+  const go = async () => {
     if (over) return;
     unwatch = guard.watch(() => void proc.kill('SIGKILL'));
+    // npm-gate.js goes on only when told so (its GO_AHEAD; stdin that merely ends runs nothing).
+    if (gate) await proc.write(new TextEncoder().encode('go\n')).catch(() => {});
     void proc.closeStdin();
   };
   if (gate) gate.then(go, () => void proc.kill('SIGKILL'));
-  else go();
+  else void go();
   const forward = async (stream: AsyncIterable<Uint8Array>) => {
     for await (const chunk of stream) {
       options.stderr(chunk);
