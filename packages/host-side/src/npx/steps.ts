@@ -23,7 +23,7 @@ export interface InstallStep {
   readonly seeded?: UserNpmCache;
   /**
    * Started while the step before it runs, through npm-gate.js: it loads npm meanwhile and waits
-   * for its stdin to end, which the host does once the step before has succeeded.
+   * for the host's go-ahead on its stdin, given once the step before has succeeded.
    */
   readonly early?: true;
 }

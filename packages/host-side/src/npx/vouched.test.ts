@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LockedTarball, vouchedByRegistry } from './vouched.js';
+import { type LockedTarball, vouchedByRegistry, warmRegistryAgent } from './vouched.js';
 
 // A registry on loopback that counts its connections: the vouch asks one question per tarball,
 // and what it opens for them is bounded and closed when it returns, whatever the registry does.
@@ -104,6 +104,19 @@ describe('vouchedByRegistry: connections to the registry', () => {
     });
     expect(vouched).toEqual([]);
     expect(Date.now() - started).toBeLessThan(3_000);
+    expect(await allClosed(500)).toBe(true);
+  });
+
+  it('connections opened ahead serve the vouch, no more are opened, and none stays', async () => {
+    const probe = { name: 'pkg-0', version: '1.0.0' };
+    connections = 0;
+    const agent = warmRegistryAgent(registry, {}, probe, 4);
+    // The resolve runs meanwhile; the vouch then takes the agent over.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(connections).toBe(4);
+    const vouched = await vouchedByRegistry(registry, locked, { trust: {}, agent });
+    expect(vouched).toHaveLength(NAMES.length);
+    expect(connections).toBe(4);
     expect(await allClosed(500)).toBe(true);
   });
 
