@@ -213,8 +213,13 @@ export class E2BSandbox implements Sandbox {
     if (launcher === undefined) return;
     const group = /^(\d{1,9})\n/.exec(firstLine)?.[1];
     const targets = [...(group ? [`-${group}`] : []), String(launcher)];
+    // SIGKILL lands when each process next runs: on a busy VM a member can outlive the kill for a
+    // moment, so the rules are restored only once the group is gone (or after 2 s, a zombie left).
+    const gone = group
+      ? `n=0; while kill -0 -- -${group} 2>/dev/null && [ $n -lt 200 ]; do sleep 0.01; n=$((n+1)); done; `
+      : '';
     try {
-      await runHelper(this.#envd, `kill -KILL -- ${targets.join(' ')} 2>/dev/null; exit 0`, {
+      await runHelper(this.#envd, `kill -KILL -- ${targets.join(' ')} 2>/dev/null; ${gone}exit 0`, {
         timeoutMs: this.#settings.requestTimeoutMs,
       });
     } catch (error) {

@@ -367,10 +367,12 @@ describe('proxy over real sockets, seeded', () => {
 
   it('reported what it refused and never a fault', () => {
     console.error(`proxy properties: base seed ${BASE_SEED}, outcomes ${JSON.stringify(outcomes)}`);
-    // The generators reach every branch: relayed replies, refused ones, forwarded requests.
+    // The generators reach every branch: relayed replies, refused ones, forwarded requests. The
+    // bounds sit far below the means (about 175, 1,270 and 170 of 1,500; a fresh seed each run),
+    // so only a generator that stopped reaching a branch fails them.
     expect(outcomes.relayed).toBeGreaterThan(100);
     expect(outcomes.badGateway).toBeGreaterThan(150);
-    expect(outcomes.forwarded).toBeGreaterThan(150);
+    expect(outcomes.forwarded).toBeGreaterThan(100);
     expect(events.some((e) => e.decision === 'bad-upstream')).toBe(true);
     expect(events.filter((e) => e.decision === 'fault')).toEqual([]);
     expect(Number.isInteger(BASE_SEED)).toBe(true);
