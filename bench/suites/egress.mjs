@@ -142,17 +142,7 @@ export async function measureEgress({ rounds }) {
     });
     try {
       const proc = await box.exec(['node', '-e', CLIENT, NAME, String(rounds)]);
-      let out = '';
-      let err = '';
-      const read = async (stream, add) => {
-        for await (const chunk of stream) add(Buffer.from(chunk).toString());
-      };
-      await proc.closeStdin();
-      await Promise.all([
-        read(proc.stdout, (t) => (out += t)),
-        read(proc.stderr, (t) => (err += t)),
-        proc.exit,
-      ]);
+      const { out, err } = await outputOf(proc);
       const samples = JSON.parse(out.trim().split('\n').pop() || 'null');
       if (!samples) return { skipped: err.trim() || 'no samples' };
       const t = round(median(samples.transparent), 2);
@@ -195,6 +185,18 @@ const once = (host) => new Promise((done, fail) => {
 })().catch((e) => { console.error(e.message); process.exit(1); });
 `;
 
+/** A sandbox process's whole stdout and stderr (stdin closed at once), once it has exited. */
+async function outputOf(proc) {
+  const collect = async (stream) => {
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(Buffer.from(chunk));
+    return Buffer.concat(chunks).toString();
+  };
+  await proc.closeStdin();
+  const [out, err] = await Promise.all([collect(proc.stdout), collect(proc.stderr), proc.exit]);
+  return { out, err };
+}
+
 /**
  * Sandboxes with `--secret BENCH_TOKEN@bound…`: the first request of a fresh client process, to the
  * bound name in half the sessions and to the unbound one in the other half (a process's first
@@ -236,17 +238,7 @@ async function measureSecret(require, hooks, caFile, rounds, sessions = 20) {
         String(session === 0 ? rounds : 0),
         firstTo,
       ]);
-      let out = '';
-      let err = '';
-      const read = async (stream, add) => {
-        for await (const chunk of stream) add(Buffer.from(chunk).toString());
-      };
-      await proc.closeStdin();
-      await Promise.all([
-        read(proc.stdout, (t) => (out += t)),
-        read(proc.stderr, (t) => (err += t)),
-        proc.exit,
-      ]);
+      const { out, err } = await outputOf(proc);
       const got = JSON.parse(out.trim().split('\n').pop() || 'null');
       if (!got) return { skipped: err.trim() || 'no samples' };
       firsts[firstTo].push(round(got.first, 2));
