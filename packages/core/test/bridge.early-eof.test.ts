@@ -1,12 +1,7 @@
-import { PassThrough, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import {
-  type SandboxBackend,
-  type SandboxProcess,
-  SPECIFICATION_VERSION,
-  silentLogger,
-  startBridge,
-} from '../src/index.js';
+import { type SandboxBackend, type SandboxProcess, SPECIFICATION_VERSION } from '../src/index.js';
+import { bridgeWith } from './bridge-harness.js';
 
 // A client that closes stdin before the sandbox is up (`< /dev/null`, a script that sends nothing)
 // must meet the server as a direct start would: the server starts, reads EOF, and its last words
@@ -52,27 +47,12 @@ function slowBackend(kills: string[]): SandboxBackend {
 describe('a client that closes stdin before the server has started', () => {
   it('still gets the server started, its stderr shown and its exit code', async () => {
     const kills: string[] = [];
-    const shown: string[] = [];
-    const errorOutput = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        shown.push(chunk.toString());
-        done();
-      },
-    });
     const input = new PassThrough();
     input.end();
-    const session = startBridge({
-      backend: slowBackend(kills),
-      command: ['server'],
-      spec: { sessionId: 's', env: {}, ttlMs: 10_000 },
-      input,
-      output: new Writable({ write: (_c, _e, done) => done() }),
-      errorOutput,
-      logger: silentLogger,
-    });
+    const { session, shown } = bridgeWith(slowBackend(kills), ['server'], input);
     const result = await session.done;
     expect(kills).toEqual([]);
     expect(result.exitCode).toBe(3);
-    expect(shown.join('')).toContain('stdin closed before any request');
+    expect(shown()).toContain('stdin closed before any request');
   });
 });

@@ -1,12 +1,7 @@
-import { PassThrough, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import {
-  type SandboxBackend,
-  type SandboxProcess,
-  SPECIFICATION_VERSION,
-  silentLogger,
-  startBridge,
-} from '../src/index.js';
+import { type SandboxBackend, type SandboxProcess, SPECIFICATION_VERSION } from '../src/index.js';
+import { bridgeWith } from './bridge-harness.js';
 
 // A server that has already exited when the session takes it over (an early start: its sandbox
 // and process were made before the program loaded) wrote its last stderr lines before anything
@@ -32,26 +27,11 @@ describe('the last stderr lines of a server that exited before the session read 
       isolation: 'none',
       create: async () => ({ id: 'exited-1', exec: async () => proc, close: async () => {} }),
     };
-    const shown: string[] = [];
-    const errorOutput = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        shown.push(chunk.toString());
-        done();
-      },
-    });
     const input = new PassThrough();
-    const session = startBridge({
-      backend,
-      command: ['no-such-server'],
-      spec: { sessionId: 's', env: {}, ttlMs: 10_000 },
-      input,
-      output: new Writable({ write: (_c, _e, done) => done() }),
-      errorOutput,
-      logger: silentLogger,
-    });
+    const { session, shown } = bridgeWith(backend, ['no-such-server'], input);
     const result = await session.done;
     input.end();
     expect(result.exitCode).toBe(127);
-    expect(shown.join('')).toContain('command not found: no-such-server');
+    expect(shown()).toContain('command not found: no-such-server');
   });
 });
