@@ -41,6 +41,18 @@ afterEach(() => {
   rmSync(base, { recursive: true, force: true });
 });
 
+/** setStepCacheAside on `staging` and its `pkg`, as the uvx install calls it. */
+function setAsideIn(staging: string): void {
+  const stagingDir = openOwnedDir(staging);
+  const prefixDir = openOwnedDir(join(staging, 'pkg'));
+  try {
+    setStepCacheAside(prefixDir, stagingDir);
+  } finally {
+    closeDir(prefixDir);
+    closeDir(stagingDir);
+  }
+}
+
 describe("an install's own uv cache", () => {
   it('lives inside the prefix the steps write, and installs by hard links out of it', () => {
     expect(stepCacheEnv('/run/mcp-sandbox/uv/k')).toEqual({
@@ -98,14 +110,7 @@ describe("an install's own uv cache", () => {
     symlinkSync(join(outside, 'victim'), join(cache, 'link'));
     symlinkSync(outside, join(cache, 'dirlink'));
     execFileSync('mkfifo', [join(cache, 'fifo')]);
-    const stagingDir = openOwnedDir(staging);
-    const prefixDir = openOwnedDir(join(staging, 'pkg'));
-    try {
-      setStepCacheAside(prefixDir, stagingDir);
-    } finally {
-      closeDir(prefixDir);
-      closeDir(stagingDir);
-    }
+    setAsideIn(staging);
     expect(readdirSync(join(staging, 'pkg'))).toEqual(['venv']);
     expect(readdirSync(staging).sort()).toEqual([SET_ASIDE, 'pkg'].sort());
     renameSync(staging, join(uvRoot, 'k'));
@@ -121,14 +126,7 @@ describe("an install's own uv cache", () => {
     const staging = join(uvRoot, 'k.tmp-2');
     mkdirSync(join(staging, 'pkg'), { recursive: true });
     symlinkSync(outside, join(staging, 'pkg', STEP_CACHE));
-    const stagingDir = openOwnedDir(staging);
-    const prefixDir = openOwnedDir(join(staging, 'pkg'));
-    try {
-      setStepCacheAside(prefixDir, stagingDir);
-    } finally {
-      closeDir(prefixDir);
-      closeDir(stagingDir);
-    }
+    setAsideIn(staging);
     expect(lstatSync(join(staging, SET_ASIDE)).isSymbolicLink()).toBe(true);
     renameSync(staging, join(uvRoot, 'k'));
     removeSetAside(uvRoot, 'k');
