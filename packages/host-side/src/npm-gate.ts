@@ -8,11 +8,9 @@
  */
 import { readSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { GO_AHEAD } from './npx/go-ahead.js';
 
 const [node = 'node', , npmCli, ...args] = process.argv;
-
-/** What the host writes once the install may go on. */
-const GO_AHEAD = 'go\n';
 
 /** Blocks until fd 0 carries the go-ahead (true), or ends or fails without it (false). */
 function waitForGoAhead(): boolean {

@@ -4,6 +4,7 @@ import type { NetworkSpec, PrepareOptions } from '@mcpsandbox/core';
 import type { InstallReport } from '../install-report.js';
 import { checkUserNpmCache, type UserNpmCache } from '../user-npm-cache.js';
 import { type Bind, commandBinds, hiddenRoots, isHidden, locateCommand } from '../view.js';
+import { GO_AHEAD } from './go-ahead.js';
 import type { HostNpmConfig } from './npm-config.js';
 import { type NpxDeps, SANDBOX_NPM_CACHE } from './types.js';
 import type { InstallGuard } from './watchdog.js';
@@ -208,8 +209,8 @@ export async function runStep(
   const go = async () => {
     if (over) return;
     unwatch = guard.watch(() => void proc.kill('SIGKILL'));
-    // npm-gate.js goes on only when told so (its GO_AHEAD; stdin that merely ends runs nothing).
-    if (gate) await proc.write(new TextEncoder().encode('go\n')).catch(() => {});
+    // npm-gate.js goes on only when told so (stdin that merely ends runs nothing).
+    if (gate) await proc.write(new TextEncoder().encode(GO_AHEAD)).catch(() => {});
     void proc.closeStdin();
   };
   if (gate) gate.then(go, () => void proc.kill('SIGKILL'));
