@@ -22,6 +22,7 @@ import { makeInstallCache, placeTarball, SEED_DIR, startSeeding } from './seed-c
 import { type LockedTarball, lockedTarballs, vouchedByRegistry } from './vouched.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mcpsandbox-seed-cache-'));
+chmodSync(work, 0o755);
 const integrity = (bytes: Buffer | string) => `sha512-${createHash('sha512').update(bytes).digest('base64')}`;
 const PUBLIC = Buffer.from('the public tarball of pub@1.0.0');
 const OTHER = Buffer.from('the public tarball of other@2.0.0');
@@ -79,15 +80,40 @@ function contentFile(cache: string, bytes: Buffer): string {
   return join(cache, '_cacache', 'content-v2', 'sha512', hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
 }
 
-/** A cache as npm fills it: each tarball under its own sha512. */
+/** A cache as npm fills it: each tarball under its own sha512 (mode 0644, as npm writes them). */
 function npmCache(...tarballs: Buffer[]): string {
+  return npmCacheOf(0o644, ...tarballs);
+}
+
+/** A cache whose tarballs have `mode`: 0664 makes them writable by the group, so they are copied. */
+function npmCacheOf(mode: number, ...tarballs: Buffer[]): string {
   const cache = join(work, `cache-${n++}`);
   mkdirSync(cache, { mode: 0o755 });
   for (const bytes of tarballs) {
     mkdirSync(join(contentFile(cache, bytes), '..'), { recursive: true });
     writeFileSync(contentFile(cache, bytes), bytes);
+    chmodSync(contentFile(cache, bytes), mode);
   }
   return cache;
+}
+
+/**
+ * Whether the uid npm runs as (65534) can append to `file` (root only: setpriv drops to it). The
+ * test directories are reachable to it, so only the file's own permissions decide.
+ */
+function sandboxCanWrite(file: string): boolean {
+  try {
+    execFileSync(
+      'setpriv',
+      ['--reuid=65534', '--regid=65534', '--clear-groups', 'sh', '-c', 'echo x >> "$1"', 'sh', file],
+      {
+        stdio: 'ignore',
+      },
+    );
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function freshDir(): string {
@@ -225,16 +251,62 @@ describe('vouchedByRegistry: only what the registry gives anyone for that name@v
 const place = (lent: OpenDir, into: OpenDir, wanted: LockedTarball) =>
   placeTarball(lent, into, wanted, LIMITS.fileBytes);
 
-describe('placeTarball: copies by integrity, checked, never through a link', () => {
-  it('copies a vouched tarball, read-only, and nothing else of the cache', () => {
+describe('placeTarball: places by integrity, checked, never through a symlink', () => {
+  it('links a vouched tarball the host owns and no one else may write, and nothing else of the cache', () => {
     const lent = npmCache(PUBLIC, PRIVATE);
     writeFileSync(join(lent, 'secret-config'), 'token');
     const into = freshDir();
     const placed = withDirs(lent, into, (l, i) => place(l, i, tarball('pub', '1.0.0', PUBLIC)));
     expect(placed).toBe(PUBLIC.length);
     expect(files(into)).toEqual([contentFile(into, PUBLIC).slice(into.length + 1)]);
+    expect(statSync(contentFile(into, PUBLIC)).ino).toBe(statSync(contentFile(lent, PUBLIC)).ino);
+    expect(readFileSync(contentFile(into, PUBLIC))).toEqual(PUBLIC);
+  });
+
+  it('copies, read-only, a vouched tarball others may write', () => {
+    const lent = npmCacheOf(0o664, PUBLIC);
+    const into = freshDir();
+    const placed = withDirs(lent, into, (l, i) => place(l, i, tarball('pub', '1.0.0', PUBLIC)));
+    expect(placed).toBe(PUBLIC.length);
+    expect(statSync(contentFile(into, PUBLIC)).ino).not.toBe(statSync(contentFile(lent, PUBLIC)).ino);
     expect(readFileSync(contentFile(into, PUBLIC))).toEqual(PUBLIC);
     expect(statSync(contentFile(into, PUBLIC)).mode & 0o777).toBe(0o444);
+  });
+
+  // A link shares the file: one the sandbox's uid could write would let an install write root's
+  // cache (the group or others may write it, or an ACL's mask lets them; or another uid owns it).
+  it("never lends through a link a file the sandbox's uid could write (root only)", () => {
+    if (process.getuid?.() !== 0) return expect(process.getuid?.()).not.toBe(0);
+    const writable = npmCacheOf(0o666, PUBLIC);
+    const others = npmCache(PUBLIC);
+    execFileSync('chown', ['65534', contentFile(others, PUBLIC)]);
+    const acl = npmCache(PUBLIC);
+    execFileSync('setfacl', ['-m', 'u:65534:rw', contentFile(acl, PUBLIC)]);
+    for (const lent of [writable, others, acl]) {
+      const into = freshDir();
+      chmodSync(into, 0o755);
+      withDirs(lent, into, (l, i) =>
+        placeTarball(l, i, tarball('pub', '1.0.0', PUBLIC), LIMITS.fileBytes, { uid: 65534, gid: 65534 }),
+      );
+      expect(readFileSync(contentFile(into, PUBLIC))).toEqual(PUBLIC);
+      // The sandbox's uid writes what it was given, if it can: root's cache stays as it was.
+      sandboxCanWrite(contentFile(into, PUBLIC));
+      expect(readFileSync(contentFile(lent, PUBLIC))).toEqual(PUBLIC);
+    }
+  });
+
+  it('a linked tarball is one the sandbox uid cannot write (root only)', () => {
+    if (process.getuid?.() !== 0) return expect(process.getuid?.()).not.toBe(0);
+    const lent = npmCache(PUBLIC);
+    chmodSync(lent, 0o755);
+    const into = freshDir();
+    chmodSync(into, 0o755);
+    withDirs(lent, into, (l, i) =>
+      placeTarball(l, i, tarball('pub', '1.0.0', PUBLIC), LIMITS.fileBytes, { uid: 65534, gid: 65534 }),
+    );
+    expect(statSync(contentFile(into, PUBLIC)).ino).toBe(statSync(contentFile(lent, PUBLIC)).ino);
+    expect(sandboxCanWrite(contentFile(into, PUBLIC))).toBe(false);
+    expect(readFileSync(contentFile(lent, PUBLIC))).toEqual(PUBLIC);
   });
 
   it('gives the directories it makes to the uid npm runs as (root only)', () => {
@@ -432,9 +504,12 @@ describe('seeding while the sandbox writes the same cache', () => {
   const wanted = tarball('pub', '1.0.0', PUBLIC);
   const partialOf = (file: string) => join(file, '..', `.${file.split('/').pop()}.seeding`);
 
-  /** The host's side of one tarball, after `plant` played the sandbox (which made the directories). */
+  /**
+   * The host's side of one tarball, after `plant` played the sandbox (which made the directories).
+   * The lent tarball is writable by its group, so it is copied (through a temporary name).
+   */
   function seedAfter(plant: (into: string, file: string) => void) {
-    const lent = npmCache(PUBLIC);
+    const lent = npmCacheOf(0o664, PUBLIC);
     const into = freshDir();
     mkdirSync(join(contentFile(into, PUBLIC), '..'), { recursive: true });
     plant(into, contentFile(into, PUBLIC));
