@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { silentLogger } from '@mcpsandbox/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, runBin, startRegistry } from './cli.js';
 
@@ -128,6 +129,39 @@ describe('a first start the client abandons', () => {
       expect(completeEntries(cache)).toHaveLength(1);
       expect(readdirSync(cache).filter((name) => name.includes('.tmp-'))).toEqual([]);
     } finally {
+      await registry.close();
+    }
+  });
+});
+
+/**
+ * A first start's worker is started ahead of its job, while the pin asks the registry. In a host
+ * that goes on running (`serve`, a library), a start whose pin fails must not leave that worker
+ * waiting for a job that never comes: the registry could fail pins on purpose, one idle process
+ * per start. The built backend is used here: only it has the worker beside it.
+ */
+describe('a worker started ahead of its job', () => {
+  it('ends unused when the pin fails, while its host goes on running', { timeout: 60_000 }, async () => {
+    const registry = await startRegistry({}, 'slow-install');
+    registry.hide();
+    const ENV = stateHome('ahead-refused');
+    const cache = join(work, 'ahead-refused');
+    const { createLocalBackend } = await import('../dist/index.js');
+    const backend = createLocalBackend({
+      hostEnv: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', ...ENV },
+      logger: silentLogger,
+      npmCacheDir: cache,
+      npmRegistry: registry.url,
+    });
+    const sandbox = await backend.create({ sessionId: 'ahead', env: {}, ttlMs: 60_000 });
+    try {
+      const started = sandbox.prepare?.(['npx', '-y', PACKAGE], { stderr: () => {} });
+      await expect(started).rejects.toThrow(/slow-install/);
+      await waitUntil(() => installWorkers(ENV).length === 0, 10_000, 'the worker started ahead to end');
+      expect(registry.tarballs()).toBe(0);
+      expect(completeEntries(cache)).toEqual([]);
+    } finally {
+      await sandbox.close();
       await registry.close();
     }
   });

@@ -76,6 +76,9 @@ export async function prepareNpx(
   // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
   const say = (text: string) => deps.logger.info(text);
   if (deps.cache.projectNpmrc) sayRegistrySource(deps, registry, npmConfig);
+  // A first install ahead: its worker's process starts now and loads while the pin runs.
+  if (deps.background && deps.backgroundAhead && !likelyCached(deps, registry, parsed.spec))
+    deps.backgroundAhead();
   // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
   const pinned = deps.pin
     ? await deps.pin(parsed.spec, registry, {
@@ -144,6 +147,15 @@ export async function prepareNpx(
   } finally {
     closeDir(root);
   }
+}
+
+/**
+ * Whether the cache entry of what `spec` would install exists, judged before the pin from the
+ * spec the pin lock holds. Only a guess: it decides whether a worker starts early, nothing else.
+ */
+function likelyCached(deps: NpxDeps, registry: string, spec: string): boolean {
+  const exact = deps.lockedSpec?.(spec, registry) ?? spec;
+  return existsSync(join(deps.cache.cacheRoot, cacheKey(registry, exact)));
 }
 
 /** `--project-npmrc`: which registry a project's config may have chosen, and from which file. */

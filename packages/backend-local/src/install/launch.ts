@@ -2,7 +2,7 @@
  * Starts the background install worker (`install-worker.ts`, its own detached process) and reads
  * its one-line result back. Kept apart from the worker, which loads the whole backend.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { InstallJob, InstallResult, StartedWorker } from '@mcpsandbox/host-side';
@@ -17,19 +17,63 @@ export function installWorkerPath(): string | undefined {
   return existsSync(path) ? path : undefined;
 }
 
-/** Starts the worker, detached from this process's session and lifetime. */
-export function startInstallWorker(
+/**
+ * A worker process started before its job is known: it loads its modules while the start still
+ * pins the package. `start` hands it the job (once); `cancel` ends it unused (stdin closed empty,
+ * which it takes as "nothing to do"), as does this process ending first.
+ */
+export interface EarlyWorker {
+  start(job: InstallJob): StartedWorker;
+  cancel(): void;
+}
+
+/** Starts the worker's process, detached from this process's session and lifetime; no job yet. */
+export function spawnInstallWorker(
   path: string,
-  job: InstallJob,
   hostEnv: Readonly<Record<string, string | undefined>>,
-): StartedWorker {
+): EarlyWorker {
   const child = spawn(process.execPath, [path], {
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...hostEnv },
   });
   child.stdin.on('error', () => {});
-  child.stdin.end(JSON.stringify(job));
+  // Taken now: the process may fail to start, or end, before it is given its job.
+  const ended = new Promise<Ended>((resolve) => {
+    child.on('error', (error) => resolve({ error }));
+    child.on('close', (code, signal) => resolve({ code, signal }));
+  });
+  let given = false;
+  return {
+    start: (job) => {
+      if (given) throw new Error('the install worker was given its job already');
+      given = true;
+      child.stdin.end(JSON.stringify(job));
+      return listen(child, ended);
+    },
+    cancel: () => {
+      if (given) return;
+      given = true;
+      child.stdin.end();
+      child.stdout.destroy();
+      child.stderr.destroy();
+      child.unref();
+    },
+  };
+}
+
+/** Starts the worker with its job. */
+export function startInstallWorker(
+  path: string,
+  job: InstallJob,
+  hostEnv: Readonly<Record<string, string | undefined>>,
+): StartedWorker {
+  return spawnInstallWorker(path, hostEnv).start(job);
+}
+
+type Ended = { readonly error: Error } | { readonly code: number | null; readonly signal: string | null };
+
+function listen(child: ChildProcessWithoutNullStreams, ended: Promise<Ended>): StartedWorker {
   let out = '';
   let answered: ((result: InstallResult) => void) | undefined;
   child.stdout.on('data', (chunk: Buffer) => {
@@ -40,18 +84,17 @@ export function startInstallWorker(
   });
   const result = new Promise<InstallResult>((resolve) => {
     answered = resolve;
-    child.on('error', (error) =>
-      resolve({ ok: false, code: 'E_PREPARE', message: `could not start the install: ${error.message}` }),
-    );
-    child.on('close', (code, signal) => {
+    void ended.then((end) =>
       resolve(
-        parseResult(out) ?? {
-          ok: false,
-          code: 'E_PREPARE',
-          message: `the install process ended without a result (${code ?? signal})`,
-        },
-      );
-    });
+        'error' in end
+          ? { ok: false, code: 'E_PREPARE', message: `could not start the install: ${end.error.message}` }
+          : (parseResult(out) ?? {
+              ok: false,
+              code: 'E_PREPARE',
+              message: `the install process ended without a result (${end.code ?? end.signal})`,
+            }),
+      ),
+    );
   });
   return {
     stderr: child.stderr,

@@ -11,6 +11,7 @@ import {
   type PrepareOptions,
   pinNpxPackage,
   type RegistryTrust,
+  readPinLock,
   type SandboxEvent,
   SandboxFailureError,
 } from '@mcpsandbox/core';
@@ -26,7 +27,13 @@ import {
 } from '@mcpsandbox/host-side';
 import type { SpawnedProcess } from '../child-process.js';
 import type { SandboxConfig, SpawnExtras } from '../session/config.js';
-import { INSTALL_DEADLINE_MS, installWorkerPath, startInstallWorker } from './launch.js';
+import {
+  type EarlyWorker,
+  INSTALL_DEADLINE_MS,
+  installWorkerPath,
+  spawnInstallWorker,
+  startInstallWorker,
+} from './launch.js';
 
 /** What the install step needs of its sandbox. */
 export interface InstallContext {
@@ -96,6 +103,10 @@ export async function prepareCommand(
     context.extraBinds.push(...uvx.binds);
     return uvx.command;
   }
+  const hostEnv = context.config.hostEnv;
+  const lockFile = defaultPinLockFile(hostEnv, context.config.hostHome);
+  // A worker started ahead of its job (while the pin runs); ended unused unless handed one.
+  let ahead: EarlyWorker | undefined;
   const result = await prepareNpx(command, options, {
     cache: npm,
     runAs: context.config.info.runAs,
@@ -111,43 +122,62 @@ export async function prepareCommand(
         }
       : {
           pin: (spec: string, registry: string, trust: RegistryTrust) =>
-            pinNpxPackage(spec, {
-              registry,
-              trust,
-              lockFile: defaultPinLockFile(context.config.hostEnv, context.config.hostHome),
-              logger: context.config.logger,
-            }),
+            pinNpxPackage(spec, { registry, trust, lockFile, logger: context.config.logger }),
         }),
     ...(worker
       ? {
-          background: (pinned: PinnedSpec, registry: string, npmConfig: HostNpmConfig) =>
-            startInstallWorker(
-              worker,
-              {
-                spec: pinned.spec,
-                ...(pinned.integrity ? { integrity: pinned.integrity } : {}),
-                writable: npm.userCache?.writable ?? [],
-                registry,
-                cacheRoot: npm.cacheRoot,
-                installHosts: npm.installHosts ?? [],
-                installEnv: npm.installEnv ?? {},
-                userCache: npm.userCache !== undefined,
-                stateDir: context.config.stateDir,
-                ...(npm.userCache?.stateRoot ? { stateRoot: npm.userCache.stateRoot } : {}),
-                deadlineMs: INSTALL_DEADLINE_MS,
-                npmConfig,
-                ...(context.config.runAsWhenRoot ? { runAsWhenRoot: context.config.runAsWhenRoot } : {}),
-              },
-              context.config.hostEnv,
-            ),
+          background: (pinned: PinnedSpec, registry: string, npmConfig: HostNpmConfig) => {
+            const early = ahead ?? spawnInstallWorker(worker, hostEnv);
+            ahead = undefined;
+            return early.start(npxJob(context, pinned, registry, npmConfig));
+          },
+          backgroundAhead: () => {
+            ahead ??= spawnInstallWorker(worker, hostEnv);
+          },
+          lockedSpec: (spec: string, registry: string) => lockedSpec(lockFile, spec, registry),
         }
       : {}),
     install: (argv, binds, network, env, onEvent) =>
       context.spawn(argv, { network, env }, { binds, install: true, onEvent }),
-  });
+  }).finally(() => ahead?.cancel());
   if (result.bind) context.extraBinds.push(result.bind);
   if (result.bind && result.package) await writableLayer(context, result.bind, result.package, options);
   return result.command;
+}
+
+/** An npx first install for the worker: the pinned spec, and the install's own grants and env. */
+function npxJob(
+  context: InstallContext,
+  pinned: PinnedSpec,
+  registry: string,
+  npmConfig: HostNpmConfig,
+): InstallJob {
+  const npm = context.config.npm;
+  return {
+    spec: pinned.spec,
+    ...(pinned.integrity ? { integrity: pinned.integrity } : {}),
+    writable: npm.userCache?.writable ?? [],
+    registry,
+    cacheRoot: npm.cacheRoot,
+    installHosts: npm.installHosts ?? [],
+    installEnv: npm.installEnv ?? {},
+    userCache: npm.userCache !== undefined,
+    stateDir: context.config.stateDir,
+    ...(npm.userCache?.stateRoot ? { stateRoot: npm.userCache.stateRoot } : {}),
+    deadlineMs: INSTALL_DEADLINE_MS,
+    npmConfig,
+    ...(context.config.runAsWhenRoot ? { runAsWhenRoot: context.config.runAsWhenRoot } : {}),
+  };
+}
+
+/** The exact spec the pin lock holds for `spec` from `registry` (a guess: see NpxDeps.lockedSpec). */
+function lockedSpec(lockFile: string, spec: string, registry: string): string | undefined {
+  try {
+    const pin = readPinLock(lockFile).pins.find((p) => p.spec === spec && p.registry === registry);
+    return pin ? `${pin.name}@${pin.version}` : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A uvx first install for the worker: the environment's requirement, and the install's own grants and env. */

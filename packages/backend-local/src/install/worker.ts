@@ -13,13 +13,14 @@ import type { InstallJob, InstallResult } from '@mcpsandbox/host-side';
 
 const MAX_JOB_BYTES = 1024 * 1024;
 
-async function readJob(): Promise<InstallJob> {
+/** The job, or undefined when stdin ends empty: a worker started early and not needed after all. */
+async function readJob(): Promise<InstallJob | undefined> {
   let text = '';
   for await (const chunk of process.stdin) {
     text += String(chunk);
     if (text.length > MAX_JOB_BYTES) throw new Error('install job too large');
   }
-  return JSON.parse(text) as InstallJob;
+  return text.trim() === '' ? undefined : (JSON.parse(text) as InstallJob);
 }
 
 /** The worker itself: install, print the result, exit; never longer than the job's deadline. */
@@ -29,7 +30,11 @@ export async function runInstallWorker(): Promise<void> {
   process.stderr.on('error', () => {});
   process.on('SIGHUP', () => {});
   process.on('SIGPIPE', () => {});
+  // The backend loads while the job is awaited (a worker may be started before its job is known).
+  const backend = import('../local.js');
+  backend.catch(() => {});
   const job = await readJob();
+  if (!job) process.exit(0);
   // Bounded whatever hangs: the sandbox's processes die with this one (--die-with-parent).
   setTimeout(() => process.exit(124), job.deadlineMs + 15_000).unref();
   // What the install says in its own words goes back with the result, for the start to show.
@@ -39,7 +44,7 @@ export async function runInstallWorker(): Promise<void> {
   let result: InstallResult;
   let sandbox: Sandbox | undefined;
   try {
-    sandbox = await installSandbox(job, notes, (task) => tidying.push(task));
+    sandbox = await installSandbox(await backend, job, notes, (task) => tidying.push(task));
     // A uvx job's requirement and script were validated by the start that asked.
     const command = job.uvx ? ['uvx', '--from', job.uvx.requirement, job.uvx.bin] : ['npx', '-y', job.spec];
     await sandbox.prepare?.(command, {
@@ -76,11 +81,11 @@ export async function runInstallWorker(): Promise<void> {
 
 /** The install's own sandbox: the local backend as the start that asked configured it. */
 async function installSandbox(
+  { createLocalBackend }: typeof import('../local.js'),
   job: InstallJob,
   notes: string[],
   deferTidying: (task: () => void) => void,
 ): Promise<Sandbox> {
-  const { createLocalBackend } = await import('../local.js');
   const logger: Logger = {
     ...silentLogger,
     // Only what the start cannot say itself (it says what it installs, and from where).

@@ -75,6 +75,16 @@ export interface NpxDeps {
    * the client abandons still completes it; absent: in this process.
    */
   readonly background?: (pinned: PinnedSpec, registry: string, npmConfig: HostNpmConfig) => StartedWorker;
+  /**
+   * A first install is likely: the background worker's process may start now, to load while the
+   * pin asks the registry (the job is handed to it by `background`; the caller ends it unused).
+   */
+  readonly backgroundAhead?: () => void;
+  /**
+   * The exact spec the pin lock holds for `spec` from `registry`, read without the network. A
+   * guess only: it decides nothing but whether {@link backgroundAhead} is called.
+   */
+  readonly lockedSpec?: (spec: string, registry: string) => string | undefined;
 }
 
 export interface PreparedNpx {
