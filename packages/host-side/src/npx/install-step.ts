@@ -82,8 +82,25 @@ export async function runInstallStep(
     // Its failure is thrown below, once this step is stopped; never an unhandled rejection.
     gate.catch(() => {});
   } else await ready();
+  // npm's own steps are counted again before the packages' code runs (below), or by the seal.
+  const count = step.scripts;
+  if (step.scripts) {
+    const quota = context.guard.finalCount();
+    if (quota) throw quota;
+  }
   const run = () =>
-    runStep(step.argv, binds, { allow: hosts }, context.env, report, options, deps, context.guard, gate);
+    runStep(
+      step.argv,
+      binds,
+      { allow: hosts },
+      context.env,
+      report,
+      options,
+      deps,
+      context.guard,
+      gate,
+      count,
+    );
   let status: StepStatus;
   try {
     status = step.scripts

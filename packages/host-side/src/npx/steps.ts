@@ -188,9 +188,10 @@ export function sharedCache(deps: NpxDeps, npmConfig: HostNpmConfig): UserNpmCac
 
 /**
  * One install step in the sandbox: its output shown and kept for the report, what it writes
- * counted while it runs (killed past the quota, then refused with the guard's error). With a
- * `gate`, its stdin stays open until the gate resolves (an early step: see
- * {@link InstallStep.early}), and a gate that rejects kills it.
+ * counted while it runs (killed past the quota, then refused with the guard's error), and once
+ * more when it ends unless `count` is false (a count comes next anyway: before the next step
+ * runs package code, or the seal's). With a `gate`, its stdin stays open until the gate resolves
+ * (an early step: see {@link InstallStep.early}), and a gate that rejects kills it.
  */
 export async function runStep(
   argv: readonly string[],
@@ -202,6 +203,7 @@ export async function runStep(
   deps: NpxDeps,
   guard: InstallGuard,
   gate?: Promise<unknown>,
+  count = true,
 ): Promise<{ readonly code: number | null; readonly signal: string | null }> {
   const proc = await deps.install(argv, binds, network, env, (event) => report.event(event));
   let unwatch = () => {};
@@ -229,7 +231,7 @@ export async function runStep(
     unwatch();
     options.signal?.throwIfAborted();
     // Once more now that the step is over: what it wrote after the last count.
-    const quota = guard.finalCount();
+    const quota = count ? guard.finalCount() : guard.refusal();
     if (quota) throw quota;
     return status;
   } finally {

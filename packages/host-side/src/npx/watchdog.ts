@@ -64,6 +64,11 @@ export class InstallGuard {
     return this.#over === undefined ? undefined : quotaError(this.spec, this.budget, this.#over);
   }
 
+  /** The watch's refusal, when one of its counts went past the budget; no count of its own. */
+  refusal(): InstallQuotaError | undefined {
+    return this.#over === undefined ? undefined : quotaError(this.spec, this.budget, this.#over);
+  }
+
   /** The seal's counter: the same budget, the same refusal. */
   counter(): TreeCounter {
     return new TreeCounter(this.budget.limit, (over) => quotaError(this.spec, this.budget, over));
