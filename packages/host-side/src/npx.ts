@@ -33,7 +33,13 @@ import {
 } from './npx/entries.js';
 import { runInstallStep } from './npx/install-step.js';
 import { checkInstalledIntegrity } from './npx/installed-integrity.js';
-import { type HostNpmConfig, hostNpmConfig, normalizeRegistry } from './npx/npm-config.js';
+import {
+  DEFAULT_NPM_REGISTRY,
+  type HostNpmConfig,
+  hostNpmConfig,
+  normalizeRegistry,
+  storedNpmConfig,
+} from './npx/npm-config.js';
 import { hasInstallScripts, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
@@ -71,14 +77,17 @@ export async function prepareNpx(
   if (!parsed) return { command };
   // First: npm's answer is kept in the cache root (npm-config-store.ts).
   mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
+  // A first install ahead: its worker's process starts now, and loads while npm is asked its
+  // settings (when they are not kept) and the pin asks the registry.
+  if (deps.background && deps.backgroundAhead) {
+    const guess = deps.cache.registry ?? storedNpmConfig(deps.cache)?.registry ?? DEFAULT_NPM_REGISTRY;
+    if (!likelyCached(deps, normalizeRegistry(guess), parsed.spec)) deps.backgroundAhead();
+  }
   const npmConfig = await hostNpmConfig(deps.cache);
   const registry = normalizeRegistry(deps.cache.registry ?? npmConfig.registry);
   // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
   const say = (text: string) => deps.logger.info(text);
   if (deps.cache.projectNpmrc) sayRegistrySource(deps, registry, npmConfig);
-  // A first install ahead: its worker's process starts now and loads while the pin runs.
-  if (deps.background && deps.backgroundAhead && !likelyCached(deps, registry, parsed.spec))
-    deps.backgroundAhead();
   // Pinned installs: the exact version recorded on first use (or a refusal), never "latest now".
   const pinned = deps.pin
     ? await deps.pin(parsed.spec, registry, {

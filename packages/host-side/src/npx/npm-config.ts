@@ -66,6 +66,27 @@ export function hostNpmConfig(cache: NpxCacheOptions, cwd = process.cwd()): Prom
   const inputs = npmConfigInputs(hostEnv, NEUTRAL_CWD, store.salt);
   const stored = inputs && store.records.find((record) => record.inputs === inputs.digest);
   if (stored) return Promise.resolve(stored.answer);
+  return askedNpmConfig(cache, store, inputs);
+}
+
+/**
+ * The host npm's settings when they are at hand without asking npm (given, or kept in the store
+ * for the same inputs); undefined when npm would have to be asked, or with `--project-npmrc`.
+ */
+export function storedNpmConfig(cache: NpxCacheOptions): HostNpmConfig | undefined {
+  if (cache.npmConfig) return cache.npmConfig;
+  if (cache.projectNpmrc === true) return undefined;
+  const store = readNpmConfigStore(cache.cacheRoot);
+  const inputs = npmConfigInputs(cache.hostEnv, NEUTRAL_CWD, store.salt);
+  return inputs && store.records.find((record) => record.inputs === inputs.digest)?.answer;
+}
+
+function askedNpmConfig(
+  cache: NpxCacheOptions,
+  store: ReturnType<typeof readNpmConfigStore>,
+  inputs: ReturnType<typeof npmConfigInputs>,
+): Promise<HostNpmConfig> {
+  const hostEnv = cache.hostEnv;
   const key = inputs ? `${store.salt}:${inputs.digest}` : environmentKey(hostEnv);
   let config = npmConfigs.get(key);
   if (!config) {
