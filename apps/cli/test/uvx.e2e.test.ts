@@ -357,8 +357,9 @@ describe('uvx install step (local)', () => {
       copyFileSync('/usr/bin/python3.11', join(bin, 'python3.11'));
       chmodSync(join(bin, 'python3.11'), 0o755);
       symlinkSync('python3.11', join(bin, 'python3'));
+      // The uv the suite runs with: the first on PATH (`.ci/run` puts its pinned uv there).
       const uvDir = dirname(
-        execFileSync('python3', ['-c', 'import uv; print(uv.find_uv_bin())'], { encoding: 'utf8' }).trim(),
+        execFileSync('sh', ['-c', 'command -v uv'], { cwd: '/', encoding: 'utf8' }).trim(),
       );
       const env = { PATH: `${dirname(OLDER_PYTHON)}:${uvDir}:/usr/bin:/bin`, UV_PYTHON_INSTALL_DIR: managed };
       const first = await start(['newer-demo==1.0'], env);
