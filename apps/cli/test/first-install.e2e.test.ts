@@ -1,6 +1,6 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -149,6 +149,7 @@ for (const p of ['/run/mcp-sandbox/npm-cache-ro', '/run/mcp-sandbox/npm-cache', 
 }`,
     },
   );
+  publish('plain-server', { bin: { 'plain-server': 'server.js' } }, { 'server.js': SERVER });
   publish(
     'slow-server',
     { bin: { 'slow-server': 'server.js' }, scripts: { install: 'node wait.js' } },
@@ -272,9 +273,9 @@ function inspect(spec: string, extra: readonly string[] = [], extraEnv: Record<s
     XDG_STATE_HOME: state,
     ...extraEnv,
   };
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+  return new Promise<{ code: number; stdout: string; stderr: string; cacheRoot: string }>((resolve) => {
     execFile(process.execPath, args, { env, timeout: 120_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr, cacheRoot: join(state, 'npx') }),
     );
   });
 }
@@ -431,9 +432,17 @@ function fillRootCache(): Promise<void> {
     );
   const host = new URL(registry).host;
   rootCacheFilled ??= npm('cached-server@1.0.0')
+    .then(() => npm('plain-server@1.0.0'))
     .then(() => npm(`${PRIVATE}@1.0.0`, [`--//${host}/:_authToken=root-token`]))
     .then(() => chmodSync(ROOT_CACHE, 0o755));
   return rootCacheFilled;
+}
+
+/** The one complete entry of an install cache. */
+function onlyEntry(cacheRoot: string): string {
+  const entries = readdirSync(cacheRoot).filter((name) => /^[0-9a-f]{24}$/.test(name));
+  expect(entries).toHaveLength(1);
+  return join(cacheRoot, entries[0] as string);
 }
 
 /** Every entry of root's cache with its size, time, mode and owner: what no install may change. */
@@ -457,6 +466,25 @@ describe.runIf(process.getuid?.() === 0)("as root: root's npm cache (installs ru
     // Its install script saw neither root's cache nor the install's own copy.
     expect(result.stderr).not.toContain('CACHE VISIBLE');
     expect(rootCacheListing()).toBe(before);
+    // The install's own cache was removed before its install script ran: never in the entry.
+    expect(readdirSync(onlyEntry(result.cacheRoot))).not.toContain('npm-seed');
+  });
+
+  // Without install scripts nothing runs after `npm ci`: the install's own cache is removed once
+  // the start has its answer, and never kept in the entry.
+  it('a package without install scripts: the install keeps nothing of its own cache', {
+    timeout: 150_000,
+  }, async () => {
+    await fillRootCache();
+    const downloaded = tarballs;
+    const result = await inspect('plain-server@1.0.0', [], { npm_config_cache: ROOT_CACHE });
+    expect(result.code, result.stderr).toBe(0);
+    expect(tarballs, result.stderr).toBe(downloaded);
+    const entry = onlyEntry(result.cacheRoot);
+    for (let i = 0; i < 100 && readdirSync(entry).includes('npm-seed'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(readdirSync(entry)).not.toContain('npm-seed');
   });
 
   // A package's shrinkwrap names, by its integrity, a private tarball root's cache holds: only

@@ -42,6 +42,7 @@ import {
 } from './npx/npm-config.js';
 import { hasInstallScripts, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
+import { SEED_DIR } from './npx/seed-cache.js';
 import { PACKAGE_NAME, parseNpxCommand } from './npx/spec.js';
 import { type InstallStep, installSteps, nodeHeaders, sharedCache } from './npx/steps.js';
 import { type NpxDeps, type PreparedNpx, SANDBOX_NPM_ROOT } from './npx/types.js';
@@ -261,6 +262,8 @@ async function install(
         optional = optionalPackages(prefix);
         // Nothing to build: the fetch linked the bins already (a step start saved).
         if (!hasInstallScripts(prefix)) continue;
+        // The install's own npm cache (as root) is gone before any package code runs.
+        removeAt(staging, SEED_DIR);
       }
       const context = { staging, stagingName, prefix, prefixBind, trust, headers, env, report, guard };
       const install = { spec, inside, registry, grant, npmConfig, budget, optional };
@@ -269,7 +272,10 @@ async function install(
       const run = () => runInstallStep(step, context, install, options, deps);
       await (next ? runInstallStep(next, context, install, options, deps, run) : run());
     }
-    return publish(
+    // What npm wrote in the install's own cache is never published: removed now, or once the
+    // start has its answer (the entry's own `pkg` alone is ever shown to a sandbox).
+    if (!deps.later) removeAt(staging, SEED_DIR);
+    const installed = publish(
       root,
       key,
       stagingName,
@@ -277,6 +283,8 @@ async function install(
       { spec, registry, integrity },
       deps.runAs,
     );
+    deps.later?.(() => removeBeside(cacheRoot, key, SEED_DIR));
+    return installed;
   } catch (error) {
     try {
       removeAt(root, stagingName, undefined, { last: OWNER });
@@ -287,6 +295,25 @@ async function install(
   } finally {
     closeDir(prefix);
     closeDir(staging);
+  }
+}
+
+/**
+ * Removes `name` beside `pkg/` in the published entry `key` (what the install left there for
+ * later); best effort: another start may be removing it too, or the entry itself.
+ */
+function removeBeside(cacheRoot: string, key: string, name: string): void {
+  let root: OpenDir | undefined;
+  let entry: OpenDir | undefined;
+  try {
+    root = openOwnedDir(cacheRoot);
+    entry = openDirAt(root, key);
+    if (entry) removeAt(entry, name);
+  } catch {
+    // left beside the entry, where nothing reads it; removed with the entry
+  } finally {
+    closeDir(entry);
+    closeDir(root);
   }
 }
 

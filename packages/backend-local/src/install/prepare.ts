@@ -112,6 +112,7 @@ export async function prepareCommand(
     runAs: context.config.info.runAs,
     onEvent: context.config.spec.onEvent,
     logger: context.config.logger,
+    ...(context.config.deferTidying ? { later: context.config.deferTidying } : {}),
     // The worker gets the spec already pinned by the start that asked for it, and its integrity.
     ...(inline
       ? {

@@ -5,7 +5,7 @@
  */
 import { dirname, join } from 'node:path';
 import { type PrepareOptions, parseRegistrySpec, SetupFailedError } from '@mcpsandbox/core';
-import { type OpenDir, removeAt } from '../host-fs.js';
+import type { OpenDir } from '../host-fs.js';
 import type { InstallReport } from '../install-report.js';
 import type { Bind } from '../view.js';
 import type { HostNpmConfig } from './npm-config.js';
@@ -115,8 +115,9 @@ export async function runInstallStep(
   } finally {
     // The step before is over too (this one could not start): nothing runs beside what follows.
     await gate?.catch(() => {});
-    // The cache is gone before any package code runs; what npm wrote there is never published.
-    await seed?.remove();
+    // No more seeding once the step is over. The cache itself goes before any package code runs,
+    // and is never published (npx.ts).
+    await seed?.stop();
   }
   // The step before failed (this one was stopped unstarted): that is the install's failure.
   await gate;
@@ -125,8 +126,8 @@ export async function runInstallStep(
 
 /**
  * As root, the install's own npm cache (seed-cache.ts): made empty now, before the step's sandbox
- * starts; `fill` seeds it from root's (`lent`), `remove` stops the seeding and removes it. With
- * `early`, the vouch's connections are opened now, while the step before runs.
+ * starts; `fill` seeds it from root's (`lent`), `stop` ends the seeding (install() removes the
+ * cache). With `early`, the vouch's connections are opened now, while the step before runs.
  */
 function installCache(
   lent: string,
@@ -134,7 +135,7 @@ function installCache(
   install: StepInstall,
   deps: NpxDeps,
   early: boolean,
-): { readonly cache: SeededCache; fill(): Promise<unknown>; remove(): Promise<void> } {
+): { readonly cache: SeededCache; fill(): Promise<unknown>; stop(): Promise<void> } {
   const { staging, prefix } = context;
   const cache = makeInstallCache(staging, deps.runAs);
   const trust = {
@@ -157,12 +158,11 @@ function installCache(
       }).catch(() => undefined);
       return seeding;
     },
-    remove: async () => {
+    stop: async () => {
       stop.abort();
       await seeding;
       // Unused when the step before failed; closing twice is nothing.
       void agent?.then((opened) => opened?.close());
-      removeAt(staging, cache.name);
     },
   };
 }

@@ -85,6 +85,8 @@ export interface NpxDeps {
    * guess only: it decides nothing but whether {@link backgroundAhead} is called.
    */
   readonly lockedSpec?: (spec: string, registry: string) => string | undefined;
+  /** Runs tidying that can wait until the start has its answer; absent: it is done at once. */
+  readonly later?: (task: () => void) => void;
 }
 
 export interface PreparedNpx {
