@@ -1,13 +1,20 @@
 // First starts of an `npx -y` server (spawn → answer to `initialize`), direct and sandboxed,
 // interleaved: (1) the npm cache already holds the package (a cache this suite prepares; npx's own
-// install directory is removed before each run, the sandbox's install cache is new each run);
+// install directory is removed after each run, the sandbox's install cache is new each run);
 // (2) the package installed nowhere (a new, empty npm cache and sandbox cache each run). Both
-// reach only the npm registry. The warm start is the cold-start suite's `npx` rows.
+// reach only the npm registry. After each start what it installed is removed and the disk is let
+// settle, so every start begins on a quiet disk. The warm start is the cold-start suite's `npx` rows.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { median, round } from '../lib/stats.mjs';
 import { timeToInitialize } from '../lib/targets.mjs';
+
+/** Waits until what the disk was given is written (deletions included): each start begins on a quiet disk. */
+function settle() {
+  spawnSync('sync', { stdio: 'ignore' });
+}
 
 /**
  * `targets`: { direct, sandboxed: [[name, target]] }; `server`: the npx argv; `runs` rounds of the
@@ -49,6 +56,8 @@ export async function measureNpxFirstStarts(
       env: envWith(heldCache, mkdtempSync(join(scratch, 'x-'))),
       timeoutMs,
     });
+    rmSync(join(heldCache, '_npx'), { recursive: true, force: true });
+    settle();
     for (let i = 0; i < runs; i++) {
       // Registry downloads are slow on a busy machine: later rounds give way to the bench's budget.
       if (i > 0 && Date.now() > deadlineMs) {
@@ -56,11 +65,16 @@ export async function measureNpxFirstStarts(
         break;
       }
       for (const [name, target] of all) {
-        rmSync(join(heldCache, '_npx'), { recursive: true, force: true });
         const sandboxCache = mkdtempSync(join(scratch, 'sandbox-'));
         await record('cached', name, () =>
           timeToInitialize(target.argv(server), { cwd, env: envWith(heldCache, sandboxCache), timeoutMs }),
         );
+        // What this start installed goes now, and the disk settles: one start's cleanup must not
+        // run in the next one's timed window (before, direct npx's tree was removed just as the
+        // sandboxed start began, and its deletion was charged to the sandbox).
+        rmSync(join(heldCache, '_npx'), { recursive: true, force: true });
+        rmSync(sandboxCache, { recursive: true, force: true });
+        settle();
       }
       // Installed nowhere: minutes of downloads a run, so fewer rounds of it.
       for (const [name, target] of i < freshRuns ? all : []) {
@@ -73,6 +87,7 @@ export async function measureNpxFirstStarts(
           }),
         );
         rmSync(fresh, { recursive: true, force: true });
+        settle();
       }
     }
   } catch (error) {
