@@ -411,6 +411,23 @@ export function removeBelow(dir: OpenDir, path: readonly string[]): void {
   walk(dir, path.slice(0, -1), (parent) => removeAt(parent, name));
 }
 
+/**
+ * {@link removeBelow} from the directory at `root`, which must be the host's own (see
+ * {@link openOwnedDir}). Best effort: what cannot be removed stays (another start may be removing
+ * it too), and is removed with what holds it.
+ */
+export function removeBelowOwned(root: string, path: readonly string[]): void {
+  let dir: OpenDir | undefined;
+  try {
+    dir = openOwnedDir(root);
+    removeBelow(dir, path);
+  } catch {
+    // left where it is
+  } finally {
+    closeDir(dir);
+  }
+}
+
 /** Gives the host back its permissions on a directory the sandbox (same uid) locked. */
 function unlock(pathFd: number, stat: Stats): void {
   if ((stat.mode & 0o700) === 0o700) return;

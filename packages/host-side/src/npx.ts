@@ -11,6 +11,7 @@ import {
   openDirAt,
   openOwnedDir,
   removeAt,
+  removeBelowOwned,
   renameAt,
   sealTree,
   writeFileAt,
@@ -283,7 +284,7 @@ async function install(
       { spec, registry, integrity },
       deps.runAs,
     );
-    deps.later?.(() => removeBeside(cacheRoot, key, SEED_DIR));
+    deps.later?.(() => removeBelowOwned(cacheRoot, [key, SEED_DIR]));
     return installed;
   } catch (error) {
     try {
@@ -295,25 +296,6 @@ async function install(
   } finally {
     closeDir(prefix);
     closeDir(staging);
-  }
-}
-
-/**
- * Removes `name` beside `pkg/` in the published entry `key` (what the install left there for
- * later); best effort: another start may be removing it too, or the entry itself.
- */
-function removeBeside(cacheRoot: string, key: string, name: string): void {
-  let root: OpenDir | undefined;
-  let entry: OpenDir | undefined;
-  try {
-    root = openOwnedDir(cacheRoot);
-    entry = openDirAt(root, key);
-    if (entry) removeAt(entry, name);
-  } catch {
-    // left beside the entry, where nothing reads it; removed with the entry
-  } finally {
-    closeDir(entry);
-    closeDir(root);
   }
 }
 

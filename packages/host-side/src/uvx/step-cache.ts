@@ -1,5 +1,5 @@
 import { renameSync } from 'node:fs';
-import { at, closeDir, HostFsError, type OpenDir, openDirAt, openOwnedDir, removeAt } from '../host-fs.js';
+import { at, HostFsError, type OpenDir, removeBelowOwned } from '../host-fs.js';
 
 /**
  * uv's cache for one install: a directory inside the staging prefix the install's steps already
@@ -41,16 +41,5 @@ export function setStepCacheAside(prefix: OpenDir, staging: OpenDir): void {
  * another start may be removing it too.
  */
 export function removeSetAside(uvCacheRoot: string, key: string): void {
-  let root: OpenDir | undefined;
-  let entry: OpenDir | undefined;
-  try {
-    root = openOwnedDir(uvCacheRoot);
-    entry = openDirAt(root, key);
-    if (entry) removeAt(entry, SET_ASIDE);
-  } catch {
-    // left beside the entry, where nothing reads it; removed with the entry
-  } finally {
-    closeDir(entry);
-    closeDir(root);
-  }
+  removeBelowOwned(uvCacheRoot, [key, SET_ASIDE]);
 }
