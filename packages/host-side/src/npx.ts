@@ -37,9 +37,8 @@ import { checkInstalledIntegrity } from './npx/installed-integrity.js';
 import {
   DEFAULT_NPM_REGISTRY,
   type HostNpmConfig,
-  hostNpmConfig,
+  lookUpNpmConfig,
   normalizeRegistry,
-  storedNpmConfig,
 } from './npx/npm-config.js';
 import { hasInstallScripts, optionalPackages } from './npx/optional.js';
 import { cacheFullError, installBudget, installQuota } from './npx/quota.js';
@@ -79,13 +78,14 @@ export async function prepareNpx(
   if (!parsed) return { command };
   // First: npm's answer is kept in the cache root (npm-config-store.ts).
   mkdirSync(deps.cache.cacheRoot, { recursive: true, mode: deps.runAs ? 0o755 : 0o700 });
+  const settings = lookUpNpmConfig(deps.cache);
   // A first install ahead: its worker's process starts now, and loads while npm is asked its
   // settings (when they are not kept) and the pin asks the registry.
   if (deps.background && deps.backgroundAhead) {
-    const guess = deps.cache.registry ?? storedNpmConfig(deps.cache)?.registry ?? DEFAULT_NPM_REGISTRY;
+    const guess = deps.cache.registry ?? settings.known?.registry ?? DEFAULT_NPM_REGISTRY;
     if (!likelyCached(deps, normalizeRegistry(guess), parsed.spec)) deps.backgroundAhead();
   }
-  const npmConfig = await hostNpmConfig(deps.cache);
+  const npmConfig = settings.known ?? (await settings.ask());
   const registry = normalizeRegistry(deps.cache.registry ?? npmConfig.registry);
   // mcp-sandbox's own words go to its logger: the prepare stream is the sandbox's output.
   const say = (text: string) => deps.logger.info(text);

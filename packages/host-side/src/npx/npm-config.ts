@@ -58,27 +58,26 @@ const NEUTRAL_CWD = '/';
  * could have written, is read only when the user opts in (`projectNpmrc`, `--project-npmrc`).
  */
 export function hostNpmConfig(cache: NpxCacheOptions, cwd = process.cwd()): Promise<HostNpmConfig> {
-  if (cache.npmConfig) return Promise.resolve(cache.npmConfig);
-  const project = cache.projectNpmrc === true;
-  if (project) return projectNpmConfig(cache, cwd);
-  const hostEnv = cache.hostEnv;
-  const store = readNpmConfigStore(cache.cacheRoot);
-  const inputs = npmConfigInputs(hostEnv, NEUTRAL_CWD, store.salt);
-  const stored = inputs && store.records.find((record) => record.inputs === inputs.digest);
-  if (stored) return Promise.resolve(stored.answer);
-  return askedNpmConfig(cache, store, inputs);
+  const settings = lookUpNpmConfig(cache, cwd);
+  return settings.known ? Promise.resolve(settings.known) : settings.ask();
 }
 
 /**
- * The host npm's settings when they are at hand without asking npm (given, or kept in the store
- * for the same inputs); undefined when npm would have to be asked, or with `--project-npmrc`.
+ * {@link hostNpmConfig} in two halves: `known`, the settings when they are at hand without asking
+ * npm (given, or kept in the store for the same inputs); else `ask()`, which asks npm.
  */
-export function storedNpmConfig(cache: NpxCacheOptions): HostNpmConfig | undefined {
-  if (cache.npmConfig) return cache.npmConfig;
-  if (cache.projectNpmrc === true) return undefined;
+export function lookUpNpmConfig(
+  cache: NpxCacheOptions,
+  cwd = process.cwd(),
+): { readonly known?: HostNpmConfig; ask(): Promise<HostNpmConfig> } {
+  const given = cache.npmConfig;
+  if (given) return { known: given, ask: () => Promise.resolve(given) };
+  if (cache.projectNpmrc === true) return { ask: () => projectNpmConfig(cache, cwd) };
   const store = readNpmConfigStore(cache.cacheRoot);
   const inputs = npmConfigInputs(cache.hostEnv, NEUTRAL_CWD, store.salt);
-  return inputs && store.records.find((record) => record.inputs === inputs.digest)?.answer;
+  const stored = inputs && store.records.find((record) => record.inputs === inputs.digest);
+  const ask = () => askedNpmConfig(cache, store, inputs);
+  return stored ? { known: stored.answer, ask } : { ask };
 }
 
 function askedNpmConfig(
